@@ -1,0 +1,177 @@
+package codec
+
+import "uastack.dev/pkg/ua/status"
+
+// DataValue is a value with its status and timestamps (Part 4 §7.11, Part 6 §5.2.2.17).
+// Fields at their zero value are left out of the encoding, as the mask allows.
+type DataValue struct {
+	Value             Variant
+	Status            status.Code
+	SourceTimestamp   DateTime
+	SourcePicoseconds uint16
+	ServerTimestamp   DateTime
+	ServerPicoseconds uint16
+}
+
+const (
+	dvValue             = 0x01
+	dvStatus            = 0x02
+	dvSourceTimestamp   = 0x04
+	dvServerTimestamp   = 0x08
+	dvSourcePicoseconds = 0x10
+	dvServerPicoseconds = 0x20
+)
+
+// DataValue writes v.
+func (e *Encoder) DataValue(v *DataValue) {
+	var mask byte
+	if v.Value.typ != TypeNull {
+		mask |= dvValue
+	}
+	if v.Status != 0 {
+		mask |= dvStatus
+	}
+	if v.SourceTimestamp != 0 {
+		mask |= dvSourceTimestamp
+	}
+	if v.ServerTimestamp != 0 {
+		mask |= dvServerTimestamp
+	}
+	if v.SourcePicoseconds != 0 {
+		mask |= dvSourcePicoseconds
+	}
+	if v.ServerPicoseconds != 0 {
+		mask |= dvServerPicoseconds
+	}
+	e.buf = append(e.buf, mask)
+	if mask&dvValue != 0 {
+		e.Variant(&v.Value)
+	}
+	if mask&dvStatus != 0 {
+		e.UInt32(uint32(v.Status))
+	}
+	if mask&dvSourceTimestamp != 0 {
+		e.DateTime(v.SourceTimestamp)
+	}
+	if mask&dvSourcePicoseconds != 0 {
+		e.UInt16(v.SourcePicoseconds)
+	}
+	if mask&dvServerTimestamp != 0 {
+		e.DateTime(v.ServerTimestamp)
+	}
+	if mask&dvServerPicoseconds != 0 {
+		e.UInt16(v.ServerPicoseconds)
+	}
+}
+
+// DataValue reads a DataValue into v.
+func (d *Decoder) DataValue(v *DataValue) {
+	*v = DataValue{}
+	mask := d.Byte()
+	if mask&dvValue != 0 {
+		d.Variant(&v.Value)
+	}
+	if mask&dvStatus != 0 {
+		v.Status = status.Code(d.UInt32())
+	}
+	if mask&dvSourceTimestamp != 0 {
+		v.SourceTimestamp = d.DateTime()
+	}
+	if mask&dvSourcePicoseconds != 0 {
+		v.SourcePicoseconds = d.UInt16()
+	}
+	if mask&dvServerTimestamp != 0 {
+		v.ServerTimestamp = d.DateTime()
+	}
+	if mask&dvServerPicoseconds != 0 {
+		v.ServerPicoseconds = d.UInt16()
+	}
+}
+
+// DiagnosticInfo carries vendor-specific diagnostics for an operation (Part 4 §7.12).
+// Indexes refer into the StringTable of the response header; -1 means absent.
+type DiagnosticInfo struct {
+	// Mask records which fields are present (the Has* constants).
+	Mask                uint8
+	SymbolicID          int32
+	NamespaceURI        int32
+	Locale              int32
+	LocalizedText       int32
+	AdditionalInfo      string
+	InnerStatusCode     status.Code
+	InnerDiagnosticInfo *DiagnosticInfo
+}
+
+// DiagnosticInfo mask bits (Part 6 §5.2.2.12).
+const (
+	HasSymbolicID          = 0x01
+	HasNamespaceURI        = 0x02
+	HasLocalizedText       = 0x04
+	HasLocale              = 0x08
+	HasAdditionalInfo      = 0x10
+	HasInnerStatusCode     = 0x20
+	HasInnerDiagnosticInfo = 0x40
+)
+
+// DiagnosticInfo writes v.
+func (e *Encoder) DiagnosticInfo(v *DiagnosticInfo) {
+	mask := v.Mask &^ HasInnerDiagnosticInfo
+	if v.InnerDiagnosticInfo != nil {
+		mask |= HasInnerDiagnosticInfo
+	}
+	e.buf = append(e.buf, mask)
+	if mask&HasSymbolicID != 0 {
+		e.Int32(v.SymbolicID)
+	}
+	if mask&HasNamespaceURI != 0 {
+		e.Int32(v.NamespaceURI)
+	}
+	if mask&HasLocale != 0 {
+		e.Int32(v.Locale)
+	}
+	if mask&HasLocalizedText != 0 {
+		e.Int32(v.LocalizedText)
+	}
+	if mask&HasAdditionalInfo != 0 {
+		e.String(v.AdditionalInfo)
+	}
+	if mask&HasInnerStatusCode != 0 {
+		e.UInt32(uint32(v.InnerStatusCode))
+	}
+	if mask&HasInnerDiagnosticInfo != 0 {
+		if e.enter() {
+			e.DiagnosticInfo(v.InnerDiagnosticInfo)
+			e.leave()
+		}
+	}
+}
+
+// DiagnosticInfo reads a DiagnosticInfo into v; nesting counts against MaxDepth.
+func (d *Decoder) DiagnosticInfo(v *DiagnosticInfo) {
+	*v = DiagnosticInfo{}
+	mask := d.Byte()
+	v.Mask = mask &^ 0x80
+	if mask&HasSymbolicID != 0 {
+		v.SymbolicID = d.Int32()
+	}
+	if mask&HasNamespaceURI != 0 {
+		v.NamespaceURI = d.Int32()
+	}
+	if mask&HasLocale != 0 {
+		v.Locale = d.Int32()
+	}
+	if mask&HasLocalizedText != 0 {
+		v.LocalizedText = d.Int32()
+	}
+	if mask&HasAdditionalInfo != 0 {
+		v.AdditionalInfo = d.String()
+	}
+	if mask&HasInnerStatusCode != 0 {
+		v.InnerStatusCode = status.Code(d.UInt32())
+	}
+	if mask&HasInnerDiagnosticInfo != 0 && d.Enter() {
+		v.InnerDiagnosticInfo = new(DiagnosticInfo)
+		d.DiagnosticInfo(v.InnerDiagnosticInfo)
+		d.Leave()
+	}
+}
