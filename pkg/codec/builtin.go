@@ -154,8 +154,8 @@ func (d *Decoder) QualifiedName() QualifiedName {
 	return QualifiedName{NamespaceIndex: d.UInt16(), Name: d.String()}
 }
 
-// LocalizedText is human-readable text with an optional locale (Part 3 §8.5). A null
-// Locale or Text is left out of the encoding.
+// LocalizedText is human-readable text with an optional locale (Part 3 §8.5). A null or
+// empty Locale or Text is left out of the encoding.
 type LocalizedText struct {
 	Locale string
 	Text   string
@@ -166,13 +166,14 @@ const (
 	ltText   = 0x02
 )
 
-// LocalizedText writes v with its encoding mask (Part 6 §5.2.2.14).
+// LocalizedText writes v with its encoding mask (Part 6 §5.2.2.14); a null or empty
+// Locale or Text is left out.
 func (e *Encoder) LocalizedText(v LocalizedText) {
 	var mask byte
-	if !IsNull(v.Locale) {
+	if v.Locale != "" {
 		mask |= ltLocale
 	}
-	if !IsNull(v.Text) {
+	if v.Text != "" {
 		mask |= ltText
 	}
 	e.buf = append(e.buf, mask)

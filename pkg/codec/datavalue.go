@@ -22,8 +22,11 @@ const (
 	dvServerPicoseconds = 0x20
 )
 
-// DataValue writes v.
+// DataValue writes v (Part 6 §5.2.2.17). Picoseconds are written only beside their
+// timestamp, clamped to 9999, and as 0 beside DateTime.MinValue or MaxValue (Part 6 §5.1.4).
 func (e *Encoder) DataValue(v *DataValue) {
+	srcTS, srvTS := v.SourceTimestamp.clamp(), v.ServerTimestamp.clamp()
+	srcPS, srvPS := picoseconds(srcTS, v.SourcePicoseconds), picoseconds(srvTS, v.ServerPicoseconds)
 	var mask byte
 	if v.Value.typ != TypeNull {
 		mask |= dvValue
@@ -31,16 +34,16 @@ func (e *Encoder) DataValue(v *DataValue) {
 	if v.Status != 0 {
 		mask |= dvStatus
 	}
-	if v.SourceTimestamp != 0 {
+	if srcTS != 0 {
 		mask |= dvSourceTimestamp
 	}
-	if v.ServerTimestamp != 0 {
+	if srvTS != 0 {
 		mask |= dvServerTimestamp
 	}
-	if v.SourcePicoseconds != 0 {
+	if srcPS != 0 {
 		mask |= dvSourcePicoseconds
 	}
-	if v.ServerPicoseconds != 0 {
+	if srvPS != 0 {
 		mask |= dvServerPicoseconds
 	}
 	e.buf = append(e.buf, mask)
@@ -51,20 +54,38 @@ func (e *Encoder) DataValue(v *DataValue) {
 		e.UInt32(uint32(v.Status))
 	}
 	if mask&dvSourceTimestamp != 0 {
-		e.DateTime(v.SourceTimestamp)
+		e.Int64(int64(srcTS))
 	}
 	if mask&dvSourcePicoseconds != 0 {
-		e.UInt16(v.SourcePicoseconds)
+		e.UInt16(srcPS)
 	}
 	if mask&dvServerTimestamp != 0 {
-		e.DateTime(v.ServerTimestamp)
+		e.Int64(int64(srvTS))
 	}
 	if mask&dvServerPicoseconds != 0 {
-		e.UInt16(v.ServerPicoseconds)
+		e.UInt16(srvPS)
 	}
 }
 
-// DataValue reads a DataValue into v.
+// maxPicoseconds is the largest Picoseconds value: 10 ps intervals within 100 ns.
+const maxPicoseconds = 9999
+
+// picoseconds returns the Picoseconds that may accompany ts: none without a timestamp
+// ("If the source timestamp is missing the Picoseconds are ignored", Part 6 §5.2.2.17),
+// 0 beside DateTime.MinValue or MaxValue (Part 6 §5.1.4), and at most 9999 ("The decoder
+// shall treat values greater than or equal to 10 000 as the value '9999'").
+func picoseconds(ts DateTime, ps uint16) uint16 {
+	switch {
+	case ts == 0 || ts == MaxDateTime:
+		return 0
+	case ps > maxPicoseconds:
+		return maxPicoseconds
+	}
+	return ps
+}
+
+// DataValue reads a DataValue into v (Part 6 §5.2.2.17), normalising Picoseconds as
+// Encoder.DataValue does.
 func (d *Decoder) DataValue(v *DataValue) {
 	*v = DataValue{}
 	mask := d.Byte()
@@ -78,13 +99,16 @@ func (d *Decoder) DataValue(v *DataValue) {
 		v.SourceTimestamp = d.DateTime()
 	}
 	if mask&dvSourcePicoseconds != 0 {
-		v.SourcePicoseconds = d.UInt16()
+		v.SourcePicoseconds = picoseconds(v.SourceTimestamp, d.UInt16())
 	}
 	if mask&dvServerTimestamp != 0 {
 		v.ServerTimestamp = d.DateTime()
 	}
 	if mask&dvServerPicoseconds != 0 {
-		v.ServerPicoseconds = d.UInt16()
+		v.ServerPicoseconds = picoseconds(v.ServerTimestamp, d.UInt16())
+	}
+	if d.err != nil {
+		*v = DataValue{}
 	}
 }
 

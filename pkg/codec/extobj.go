@@ -110,7 +110,15 @@ func (e *Encoder) ExtensionObject(x *ExtensionObject) {
 		return
 	}
 	e.NodeId(x.TypeID)
-	if x.Encoding == ExtensionObjectNoBody {
+	switch x.Encoding {
+	case ExtensionObjectNoBody:
+		e.buf = append(e.buf, ExtensionObjectNoBody)
+		return
+	case ExtensionObjectBinary, ExtensionObjectXML:
+	default:
+		// "Other DataEncodings may not be serialized in an ExtensionObject" (Part 6
+		// §5.2.2.15): a body kept from another encoding has no binary form.
+		e.Fail(status.BadEncodingError)
 		e.buf = append(e.buf, ExtensionObjectNoBody)
 		return
 	}
@@ -137,11 +145,13 @@ func (d *Decoder) ExtensionObject(x *ExtensionObject) {
 		return
 	}
 	n := d.length(d.limits.MaxByteStringLength)
-	if n < 0 {
-		if d.err == nil {
-			x.Body = []byte{}
-		}
+	if d.err != nil {
 		return
+	}
+	if n < 0 {
+		// A null body is read as an empty one, for registered types too, so that it
+		// decodes the same after being written back with length 0.
+		n = 0
 	}
 	var t *TypeInfo
 	if x.Encoding == ExtensionObjectBinary {

@@ -312,16 +312,19 @@ func (v ExpandedNodeId) String() string {
 	return b.String()
 }
 
-// ExpandedNodeId writes v.
+// ExpandedNodeId writes v (Part 6 §5.2.2.10). A null or empty NamespaceURI and a zero
+// ServerIndex are left out; beside a NamespaceURI the NamespaceIndex is written as 0.
 func (e *Encoder) ExpandedNodeId(v ExpandedNodeId) {
 	var flags byte
-	if !IsNull(v.NamespaceURI) {
+	n := v.NodeId
+	if v.NamespaceURI != "" {
 		flags |= flagNamespaceURI
+		n.ns = 0
 	}
 	if v.ServerIndex != 0 {
 		flags |= flagServerIndex
 	}
-	e.nodeID(v.NodeId, flags)
+	e.nodeID(n, flags)
 	if flags&flagNamespaceURI != 0 {
 		e.String(v.NamespaceURI)
 	}
@@ -330,15 +333,22 @@ func (e *Encoder) ExpandedNodeId(v ExpandedNodeId) {
 	}
 }
 
-// ExpandedNodeId reads an ExpandedNodeId.
+// ExpandedNodeId reads an ExpandedNodeId (Part 6 §5.2.2.10). When a NamespaceURI is
+// present the NamespaceIndex on the wire is ignored and set to 0.
 func (d *Decoder) ExpandedNodeId() ExpandedNodeId {
 	b := d.Byte()
 	v := ExpandedNodeId{NodeId: d.nodeIDBody(b)}
 	if b&flagNamespaceURI != 0 {
 		v.NamespaceURI = d.String()
+		if v.NamespaceURI != "" {
+			v.NodeId.ns = 0
+		}
 	}
 	if b&flagServerIndex != 0 {
 		v.ServerIndex = d.UInt32()
+	}
+	if d.err != nil {
+		return ExpandedNodeId{}
 	}
 	return v
 }

@@ -194,6 +194,9 @@ func QualifiedNameVariant(q QualifiedName) Variant {
 // *DataValue, *DiagnosticInfo, a Structure (wrapped in an ExtensionObject), a slice of any
 // of these or of Variant, or nil). Use XmlElementVariant for XML and NewMatrix for arrays
 // of more than one dimension.
+//
+// Go boxes every empty string as the same null one, so an EmptyString passed in x arrives
+// as the null String; use StringVariant(EmptyString) for an empty, non-null String.
 func VariantOf(x any) (Variant, error) {
 	switch x := x.(type) {
 	case nil:
@@ -270,6 +273,8 @@ func MustVariant(x any) Variant {
 
 // NewMatrix returns a multi-dimensional array Variant: flat holds the elements in
 // row-major order (a slice VariantOf accepts) and dims the length of each dimension.
+// The binary encoding carries the dimensions only when there are at least two and all
+// are greater than 0 (Part 6 §5.2.2.16); other shapes travel as a flat array.
 func NewMatrix(flat any, dims []int32) (Variant, error) {
 	t, ok := sliceType(flat)
 	if !ok {
@@ -404,7 +409,9 @@ func sliceLen(x any) int {
 }
 
 // Value returns the held value as the Go type VariantOf accepts for it: a scalar value, a
-// typed slice for an array (the flat elements of a multi-dimensional one), or nil.
+// typed slice for an array (the flat elements of a multi-dimensional one), or nil. A
+// String or XmlElement scalar comes back boxed, which makes an empty one null (see
+// VariantOf); Str keeps the difference.
 func (v *Variant) Value() any {
 	if v.array {
 		if m, ok := v.obj.(*matrix); ok {
@@ -502,16 +509,30 @@ const (
 	variantDimensions = 0x40
 )
 
-// Variant writes v.
+// Variant writes v (Part 6 §5.2.2.16).
 func (e *Encoder) Variant(v *Variant) {
+	// Fast path for a fixed-size scalar when the buffer has room: store all 8 payload
+	// bytes and keep sz of them, which is exact for every fixed-size type because the
+	// payload is little-endian. Everything else, growth included, is out of line so
+	// that this path needs no spills and a small frame.
+	n := len(e.buf)
+	if sz := int(fixedSize[v.typ&31]); sz != 0 && !v.array && n+9 <= cap(e.buf) {
+		b := e.buf[n : n+9]
+		b[0] = byte(v.typ)
+		binary.LittleEndian.PutUint64(b[1:], v.num)
+		e.buf = e.buf[:n+1+sz]
+		return
+	}
+	e.variant(v)
+}
+
+// variant writes v when the fast path of Variant does not apply.
+func (e *Encoder) variant(v *Variant) {
 	if !v.array {
 		if sz := int(fixedSize[v.typ&31]); sz != 0 {
-			// Write all 8 payload bytes and keep sz of them: the payload is little-endian,
-			// so this is exact for every fixed-size type and saves a branch per size.
+			// Only reached when the buffer has fewer than 9 bytes spare.
 			n := len(e.buf)
-			if cap(e.buf)-n < 9 {
-				e.grow(9)
-			}
+			e.grow(9)
 			b := e.buf[n : n+9]
 			b[0] = byte(v.typ)
 			binary.LittleEndian.PutUint64(b[1:], v.num)
@@ -523,7 +544,10 @@ func (e *Encoder) Variant(v *Variant) {
 	}
 	flat, dims := v.obj, []int32(nil)
 	if m, ok := v.obj.(*matrix); ok {
-		flat, dims = m.flat, m.dims
+		flat = m.flat
+		if wireDims(m.dims) {
+			dims = m.dims
+		}
 	}
 	mask := byte(v.typ) | variantArray
 	if dims != nil {
@@ -541,6 +565,21 @@ func (e *Encoder) Variant(v *Variant) {
 			e.Int32(d)
 		}
 	}
+}
+
+// wireDims reports whether dims may be written as ArrayDimensions: "only if the number of
+// dimensions is 2 or greater and all dimensions have a length greater than 0" (Part 6
+// §5.2.2.16). Other shapes are written as a flat array.
+func wireDims(dims []int32) bool {
+	if len(dims) < 2 {
+		return false
+	}
+	for _, d := range dims {
+		if d <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *Encoder) grow(n int) {
@@ -768,30 +807,53 @@ func (d *Decoder) Variant(v *Variant) {
 	if mask&variantDimensions == 0 {
 		return
 	}
+	if !d.arrayDimensions(v, flat) {
+		*v = Variant{}
+	}
+}
+
+// arrayDimensions reads the ArrayDimensions of the array flat and stores a matrix in v
+// when they describe one. Dimensions whose product differs from the number of elements
+// fail with BadDecodingError (Part 6 §5.2.2.16). A dimension <= 0 means the array is empty
+// ("If one or more dimensions has a length <= 0 then the ArrayLength is 0"); such shapes
+// and single dimensions stay flat arrays, since an encoder does not write them.
+func (d *Decoder) arrayDimensions(v *Variant, flat any) bool {
 	n := d.ArrayLength(4)
-	if n < 0 {
+	if n <= 0 {
 		d.Fail(status.BadDecodingError)
-		return
+		return false
 	}
 	dims := make([]int32, n)
-	total := 1
+	total, empty, over := 1, false, false
 	for i := range dims {
-		dims[i] = d.Int32()
-		if dims[i] < 0 {
-			d.Fail(status.BadDecodingError)
-			return
-		}
-		total *= int(dims[i])
-		if total > d.limits.MaxArrayLength {
-			d.Fail(status.BadEncodingLimitsExceeded)
-			return
+		dim := d.Int32()
+		dims[i] = dim
+		switch {
+		case dim <= 0:
+			empty = true
+		case total > d.limits.MaxArrayLength/int(dim):
+			over = true
+		default:
+			total *= int(dim)
 		}
 	}
-	if d.err == nil && (n == 0 || total != sliceLen(flat)) {
+	switch {
+	case d.err != nil:
+		return false
+	case empty:
+		total = 0
+	case over:
+		d.Fail(status.BadEncodingLimitsExceeded)
+		return false
+	}
+	if total != sliceLen(flat) {
 		d.Fail(status.BadDecodingError)
-		return
+		return false
 	}
-	v.obj = &matrix{flat: flat, dims: dims}
+	if wireDims(dims) {
+		v.obj = &matrix{flat: flat, dims: dims}
+	}
+	return true
 }
 
 func (d *Decoder) variantScalar(v *Variant, t TypeID) {
