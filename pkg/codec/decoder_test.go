@@ -327,15 +327,25 @@ func TestDecodeVariantRejects(t *testing.T) {
 	}
 }
 
-// TestDecodeVariantUnassignedTypeIDs pins that type ids 26..63 fail with BadDecodingError.
-// Part 6 v1.05 §5.2.2.16 says "Built-in Type Ids 26 through 31 are not currently assigned
-// but may be used in the future. Decoders shall accept these IDs, assume the Value
-// contains a ByteString or an array of ByteStrings and pass both onto the application."
-// uastack rejects them instead; accepting them needs an API decision (what Type and Value
-// return, and what an encoder writes back).
+// TestDecodeVariantUnassignedTypeIDs follows Part 6 v1.05 §5.2.2.16: "Built-in Type Ids 26
+// through 31 are not currently assigned but may be used in the future. Decoders shall
+// accept these IDs, assume the Value contains a ByteString or an array of ByteStrings and
+// pass both onto the application." uastack hands them on as ByteStrings (and writes them
+// back as such); ids 32..63 are not Variants and fail with BadDecodingError.
 func TestDecodeVariantUnassignedTypeIDs(t *testing.T) {
 	t.Parallel()
-	for id := byte(26); id <= 63; id++ {
+	for id := byte(26); id <= 31; id++ {
+		v, err := binDecodeVariant(binCat([]byte{id}, binStr("abc")), codec.Limits{})
+		require.NoError(t, err, "scalar id %d", id)
+		require.Equal(t, codec.TypeByteString, v.Type())
+		require.Equal(t, []byte("abc"), v.ByteString())
+
+		v, err = binDecodeVariant(binCat([]byte{0x80 | id}, []byte{2, 0, 0, 0}, binStr("abc"), binStr("de")), codec.Limits{})
+		require.NoError(t, err, "array id %d", id)
+		require.Equal(t, codec.TypeByteString, v.Type())
+		require.Equal(t, [][]byte{[]byte("abc"), []byte("de")}, v.Value())
+	}
+	for id := byte(32); id <= 63; id++ {
 		for _, mask := range []byte{id, 0x80 | id, 0xC0 | id} {
 			wire := binCat([]byte{mask}, binStr("abc"), binStr("abc"))
 			v, err := binDecodeVariant(wire, codec.Limits{})

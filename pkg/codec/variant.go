@@ -780,8 +780,13 @@ func (d *Decoder) Variant(v *Variant) {
 	mask := d.Byte()
 	t := TypeID(mask & 0x3f)
 	if t >= typeCount {
-		d.Fail(status.BadDecodingError)
-		return
+		// Part 6 §5.2.2.16: ids 26 to 31 are reserved, and decoders shall read them as
+		// ByteStrings and pass them on; everything above is not a Variant.
+		if t > 31 {
+			d.Fail(status.BadDecodingError)
+			return
+		}
+		t = TypeByteString
 	}
 	if mask&variantArray == 0 {
 		if mask&variantDimensions != 0 {
