@@ -1,0 +1,518 @@
+package uacp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"uastack.dev/pkg/ua/status"
+)
+
+// Timeouts used when a config leaves them zero.
+const (
+	// DefaultHandshakeTimeout bounds the wait for the first message; Part 6 §7.1.3 asks for a
+	// configurable period of at most two minutes.
+	DefaultHandshakeTimeout = 30 * time.Second
+	// errorWriteTimeout bounds writing an ERR message before closing.
+	errorWriteTimeout = time.Second
+	// lingerTimeout bounds how long SendError waits for the peer to close after the ERR, so
+	// that unread input does not turn the close into a reset that destroys the ERR.
+	lingerTimeout = 500 * time.Millisecond
+	// lingerMaxBytes bounds how much input SendError discards while it waits.
+	lingerMaxBytes = 1 << 20
+)
+
+// ServerConfig configures Accept.
+type ServerConfig struct {
+	// Limits are the server's own limits; zero fields take DefaultLimits.
+	Limits Limits
+	// ValidateEndpoint, if set, is asked whether the Hello's EndpointUrl names an endpoint of
+	// this server. A non-nil error refuses the client with the status it carries (see
+	// StatusOf), or with BadTcpEndpointUrlInvalid when it carries none; the error's text is
+	// sent to the client as the ERR reason. It runs on the
+	// accepting goroutine and must be safe for concurrent use across connections.
+	ValidateEndpoint func(endpointURL string) error
+	// HelloTimeout bounds the wait for the Hello; zero means DefaultHandshakeTimeout.
+	HelloTimeout time.Duration
+	// ReadTimeout, if positive, bounds each ReadChunk; expiry closes the connection with
+	// BadTimeout. WriteTimeout, if positive, bounds each write.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// Pool supplies receive buffers; nil means DefaultPool.
+	Pool *Pool
+}
+
+// ClientConfig configures Dial.
+type ClientConfig struct {
+	// Limits are the client's own limits; zero fields take DefaultLimits.
+	Limits Limits
+	// EndpointURL is sent in the Hello; at most MaxURLLength bytes.
+	EndpointURL string
+	// HandshakeTimeout bounds the wait for the Acknowledge; zero means
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// ReadTimeout and WriteTimeout are as in ServerConfig.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// Pool supplies receive buffers; nil means DefaultPool.
+	Pool *Pool
+}
+
+// Conn is a UACP connection after a successful Hello/Acknowledge exchange.
+//
+// ReadChunk must not be called concurrently with itself. WriteChunks, SendError, Close and
+// the accessors are safe for concurrent use with each other and with ReadChunk.
+type Conn struct {
+	nc           net.Conn
+	server       bool
+	neg          Negotiated
+	pool         *Pool
+	readTimeout  time.Duration
+	writeTimeout time.Duration
+	hdr          [HeaderSize]byte // read side only
+
+	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs
+	wscratch [][]byte
+	wbufs    net.Buffers
+
+	closed    atomic.Bool // set before nc is closed; checked before each write
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newConn(nc net.Conn, server bool, pool *Pool, rt, wt time.Duration) *Conn {
+	if pool == nil {
+		pool = DefaultPool
+	}
+	return &Conn{nc: nc, server: server, pool: pool, readTimeout: rt, writeTimeout: wt}
+}
+
+// Negotiated returns the outcome of the handshake.
+func (c *Conn) Negotiated() Negotiated { return c.neg }
+
+// LocalAddr returns the local network address.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// RemoteAddr returns the peer's network address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Close closes the underlying connection; it does not wait for a write in progress, which
+// fails. Closing twice is harmless.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closeErr = c.nc.Close()
+	})
+	return c.closeErr
+}
+
+// Accept runs the server side of the handshake on nc (Part 6 §7.1.3): it waits for a Hello
+// for at most cfg.HelloTimeout (or until ctx ends), checks it, asks cfg.ValidateEndpoint,
+// negotiates with NegotiateServer and answers with an Acknowledge. Anything else ends with an
+// ERR message carrying the precise status and the connection closed: a first message other
+// than HEL gets BadTcpMessageTypeInvalid, a Hello over MaxHandshakeMessageSize
+// BadTcpMessageTooLarge, a malformed or truncated one BadDecodingError, an EndpointUrl over
+// 4096 bytes or refused BadTcpEndpointUrlInvalid, buffers below the minimum
+// BadTcpNotEnoughResources, and silence BadTimeout. The returned error carries that status.
+// Accept owns nc from the start: on failure nc is closed.
+func Accept(ctx context.Context, nc net.Conn, cfg ServerConfig) (*Conn, error) {
+	c := newConn(nc, true, cfg.Pool, cfg.ReadTimeout, cfg.WriteTimeout)
+	lim, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, c.fail(fmt.Errorf("%w: %w", err, status.BadTcpInternalError))
+	}
+	stop := c.handshakeDeadline(ctx, cfg.HelloTimeout)
+	m, err := c.readHandshake(ctx, TypeHello)
+	if err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	hel := m.(*Hello)
+	if cfg.ValidateEndpoint != nil {
+		if verr := cfg.ValidateEndpoint(hel.EndpointURL); verr != nil {
+			stop()
+			code := StatusOf(verr)
+			if code == status.BadTcpInternalError {
+				code = status.BadTcpEndpointUrlInvalid
+			}
+			return nil, c.fail(fmt.Errorf("uacp: endpoint %q refused: %w: %w", hel.EndpointURL, code, verr))
+		}
+	}
+	ack, neg, err := NegotiateServer(lim, hel)
+	if err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	c.neg = neg
+	if err := c.writeRaw(ack.Append(make([]byte, 0, AcknowledgeSize))); err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	if err := c.endHandshake(ctx, stop); err != nil {
+		return nil, c.fail(err)
+	}
+	return c, nil
+}
+
+// Dial runs the client side of the handshake on nc: it sends a Hello built from cfg and waits
+// for the Acknowledge for at most cfg.HandshakeTimeout (or until ctx ends). An ERR answer is
+// returned as an *Error carrying the server's status and reason. Dial owns nc from the start:
+// on failure nc is closed.
+func Dial(ctx context.Context, nc net.Conn, cfg ClientConfig) (*Conn, error) {
+	c := newConn(nc, false, cfg.Pool, cfg.ReadTimeout, cfg.WriteTimeout)
+	lim, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, c.fail(fmt.Errorf("%w: %w", err, status.BadTcpInternalError))
+	}
+	if len(cfg.EndpointURL) > MaxURLLength {
+		return nil, c.fail(fmt.Errorf("uacp: EndpointUrl of %d bytes: %w", len(cfg.EndpointURL), status.BadTcpEndpointUrlInvalid))
+	}
+	stop := c.handshakeDeadline(ctx, cfg.HandshakeTimeout)
+	hel := helloFor(lim, cfg.EndpointURL)
+	if err := c.writeRaw(hel.Append(make([]byte, 0, HelloMinSize+len(cfg.EndpointURL)))); err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	m, err := c.readHandshake(ctx, TypeAcknowledge, TypeError)
+	if err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	if e, ok := m.(*Error); ok {
+		stop()
+		c.Close()
+		return nil, e
+	}
+	neg, err := NegotiateClient(lim, hel, m.(*Acknowledge))
+	if err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	c.neg = neg
+	if err := c.endHandshake(ctx, stop); err != nil {
+		return nil, c.fail(err)
+	}
+	return c, nil
+}
+
+// SendReverseHello writes a ReverseHello on nc, the first message of a server that
+// connected to a client (Part 6 §7.1.3); the server then calls Accept on the same nc. The
+// write is bounded by ctx's deadline, if any. nc is not closed on failure.
+func SendReverseHello(ctx context.Context, nc net.Conn, rhe *ReverseHello) error {
+	if len(rhe.ServerURI) > MaxURLLength || len(rhe.EndpointURL) > MaxURLLength {
+		return fmt.Errorf("uacp: ReverseHello URI too long: %w", status.BadTcpEndpointUrlInvalid)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetWriteDeadline(dl)
+		defer func() { _ = nc.SetWriteDeadline(time.Time{}) }()
+	}
+	if _, err := nc.Write(rhe.Append(nil)); err != nil {
+		return readError("writing ReverseHello", err)
+	}
+	return nil
+}
+
+// ReadReverseHello waits for the ReverseHello a server sends after connecting to a client,
+// for at most timeout (zero means DefaultHandshakeTimeout) or until ctx ends; the client
+// then calls Dial on the same nc with the EndpointURL it names. Failures carry a status as
+// in Accept; nc is closed on failure.
+func ReadReverseHello(ctx context.Context, nc net.Conn, timeout time.Duration) (*ReverseHello, error) {
+	c := newConn(nc, false, nil, 0, 0)
+	stop := c.handshakeDeadline(ctx, timeout)
+	m, err := c.readHandshake(ctx, TypeReverseHello)
+	if err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	if err := c.endHandshake(ctx, stop); err != nil {
+		return nil, c.fail(err)
+	}
+	return m.(*ReverseHello), nil
+}
+
+// handshakeDeadline sets nc's deadline to the earlier of now+timeout and ctx's deadline, and
+// makes ctx's cancellation expire it. The returned stop reports whether cancellation had not
+// fired yet.
+func (c *Conn) handshakeDeadline(ctx context.Context, timeout time.Duration) (stop func() bool) {
+	if timeout <= 0 {
+		timeout = DefaultHandshakeTimeout
+	}
+	dl := time.Now().Add(timeout)
+	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
+		dl = cdl
+	}
+	_ = c.nc.SetDeadline(dl)
+	return context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+}
+
+// endHandshake clears the handshake deadline unless ctx ended meanwhile.
+func (c *Conn) endHandshake(ctx context.Context, stop func() bool) error {
+	if !stop() {
+		return fmt.Errorf("uacp: handshake: %w: %w", status.BadTimeout, context.Cause(ctx))
+	}
+	if err := c.nc.SetDeadline(time.Time{}); err != nil {
+		return readError("handshake", err)
+	}
+	return nil
+}
+
+// readHandshake reads one connection-protocol message of one of the wanted types.
+func (c *Conn) readHandshake(ctx context.Context, want ...MessageType) (Message, error) {
+	if _, err := io.ReadFull(c.nc, c.hdr[:]); err != nil {
+		return nil, ctxError(ctx, readError("reading header", err))
+	}
+	h, _ := ParseHeader(c.hdr[:])
+	ok := false
+	for _, t := range want {
+		ok = ok || h.Type == t
+	}
+	if !ok || h.ChunkType != ChunkFinal {
+		return nil, fmt.Errorf("uacp: %v%c where %v expected: %w", h.Type, h.ChunkType, want[0], status.BadTcpMessageTypeInvalid)
+	}
+	if h.Size > MaxHandshakeMessageSize {
+		return nil, fmt.Errorf("uacp: %v of %d bytes: %w", h.Type, h.Size, status.BadTcpMessageTooLarge)
+	}
+	if h.Size < HeaderSize {
+		return nil, fmt.Errorf("uacp: %v of %d bytes: %w", h.Type, h.Size, status.BadDecodingError)
+	}
+	b := make([]byte, h.Size)
+	copy(b, c.hdr[:])
+	if _, err := io.ReadFull(c.nc, b[HeaderSize:]); err != nil {
+		return nil, ctxError(ctx, readError("reading "+h.Type.String(), truncated(err)))
+	}
+	return DecodeMessage(b)
+}
+
+// Chunk is one secure-channel chunk read by ReadChunk.
+//
+// Bytes is the whole chunk, header included, in a buffer from the Conn's Pool. The caller
+// owns it, may modify it in place (decrypt, verify), and must call Release exactly once when
+// done; after Release neither Bytes nor any slice of it may be used. Copies of a Chunk share
+// the buffer: release only one of them.
+type Chunk struct {
+	Header Header
+	Bytes  []byte
+	pool   *Pool
+}
+
+// Body returns the bytes after the eight-byte header.
+func (ch *Chunk) Body() []byte { return ch.Bytes[HeaderSize:] }
+
+// Release returns the buffer to its pool. Calling it on a released or zero Chunk does
+// nothing.
+func (ch *Chunk) Release() {
+	if ch.pool != nil && ch.Bytes != nil {
+		ch.pool.Put(ch.Bytes)
+	}
+	ch.Bytes, ch.pool = nil, nil
+}
+
+// ReleaseZeroed zeroes the buffer, then releases it: for chunks decrypted in place.
+func (ch *Chunk) ReleaseZeroed() {
+	if ch.pool != nil && ch.Bytes != nil {
+		ch.pool.PutZeroed(ch.Bytes)
+	}
+	ch.Bytes, ch.pool = nil, nil
+}
+
+// ReadChunk reads the next chunk (Part 6 §7.1.2.2). Before reading the body it checks the
+// header: the type must be MSG (chunk type C, F or A), OPN or CLO (chunk type F), else
+// BadTcpMessageTypeInvalid; the size must hold a SecureChannelId (else BadDecodingError) and
+// fit the negotiated ReceiveBufferSize (else BadTcpMessageTooLarge). An ERR from the peer is
+// returned as an *Error. Expiry of the read timeout gives BadTimeout, a clean end of stream
+// BadConnectionClosed (with io.EOF in the chain), a stream cut mid-chunk BadDecodingError.
+//
+// Every error is final: the connection is closed, and on the server side an ERR message with
+// the error's status is sent first (except when the peer closed, or sent ERR itself). The
+// returned Chunk is owned by the caller until Release. ReadChunk does not allocate when it
+// succeeds and the pool is warm.
+func (c *Conn) ReadChunk() (Chunk, error) {
+	if c.readTimeout > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.readTimeout))
+	}
+	if _, err := io.ReadFull(c.nc, c.hdr[:]); err != nil {
+		return Chunk{}, c.fail(readError("reading chunk header", err))
+	}
+	h, _ := ParseHeader(c.hdr[:])
+	switch {
+	case h.Type == TypeMessage && (h.ChunkType == ChunkFinal || h.ChunkType == ChunkIntermediate || h.ChunkType == ChunkAbort):
+	case (h.Type == TypeOpen || h.Type == TypeClose) && h.ChunkType == ChunkFinal:
+	case h.Type == TypeError && h.ChunkType == ChunkFinal:
+		return Chunk{}, c.readPeerError(h)
+	default:
+		return Chunk{}, c.fail(fmt.Errorf("uacp: chunk type %v%c: %w", h.Type, h.ChunkType, status.BadTcpMessageTypeInvalid))
+	}
+	if h.Size > c.neg.ReceiveBufferSize {
+		return Chunk{}, c.fail(fmt.Errorf("uacp: chunk of %d bytes over receive buffer of %d: %w", h.Size, c.neg.ReceiveBufferSize, status.BadTcpMessageTooLarge))
+	}
+	if h.Size < HeaderSize+4 {
+		return Chunk{}, c.fail(fmt.Errorf("uacp: chunk of %d bytes: %w", h.Size, status.BadDecodingError))
+	}
+	b := c.pool.Get(int(h.Size))
+	copy(b, c.hdr[:])
+	if _, err := io.ReadFull(c.nc, b[HeaderSize:]); err != nil {
+		c.pool.Put(b)
+		return Chunk{}, c.fail(readError("reading chunk body", truncated(err)))
+	}
+	return Chunk{Header: h, Bytes: b, pool: c.pool}, nil
+}
+
+// readPeerError reads and returns the ERR whose header is h, and closes the connection.
+func (c *Conn) readPeerError(h Header) error {
+	defer c.Close()
+	if h.Size > MaxHandshakeMessageSize || h.Size > c.neg.ReceiveBufferSize {
+		return fmt.Errorf("uacp: ERR of %d bytes: %w", h.Size, status.BadTcpMessageTooLarge)
+	}
+	if h.Size < HeaderSize {
+		return fmt.Errorf("uacp: ERR of %d bytes: %w", h.Size, status.BadDecodingError)
+	}
+	b := make([]byte, h.Size)
+	copy(b, c.hdr[:])
+	if _, err := io.ReadFull(c.nc, b[HeaderSize:]); err != nil {
+		return readError("reading ERR", truncated(err))
+	}
+	m, err := DecodeMessage(b)
+	if err != nil {
+		return err
+	}
+	return m.(*Error)
+}
+
+// WriteChunks writes whole chunks, each with its header, in order and coalesced into as few
+// system calls as the platform allows (net.Buffers). Each must be between HeaderSize and the
+// negotiated SendBufferSize long and carry its own length in its header. The bufs are only
+// read, and the caller keeps them: they may be reused or released once WriteChunks returns.
+// Writers are serialized by a mutex held only for the write itself, so build chunks before
+// calling. A failed write closes the connection, since part of a chunk may have gone out.
+func (c *Conn) WriteChunks(bufs ...[]byte) error {
+	for _, b := range bufs {
+		if len(b) < HeaderSize || uint32(len(b)) > c.neg.SendBufferSize ||
+			uint32(b[4])|uint32(b[5])<<8|uint32(b[6])<<16|uint32(b[7])<<24 != uint32(len(b)) {
+			return fmt.Errorf("uacp: chunk of %d bytes malformed or over send buffer of %d: %w", len(b), c.neg.SendBufferSize, status.BadTcpInternalError)
+		}
+	}
+	c.wmu.Lock()
+	if c.closed.Load() {
+		c.wmu.Unlock()
+		return errClosed
+	}
+	if c.writeTimeout > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	}
+	c.wscratch = append(c.wscratch[:0], bufs...)
+	c.wbufs = c.wscratch
+	_, err := c.wbufs.WriteTo(c.nc)
+	clear(c.wscratch)
+	c.wmu.Unlock()
+	if err != nil {
+		c.Close()
+		return readError("writing chunks", err)
+	}
+	return nil
+}
+
+// writeRaw writes one message under the write mutex.
+func (c *Conn) writeRaw(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed.Load() {
+		return errClosed
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		return readError("writing", err)
+	}
+	return nil
+}
+
+// SendError sends an ERR message with code and reason (cut to MaxReasonLength bytes) and
+// closes the connection gracefully (Part 6 §7.1.5): it half-closes, then waits briefly for
+// the peer to close so that unread input does not turn the close into a reset. It is for the
+// server side; a client ends a connection with CloseSecureChannel instead. It returns the
+// error of the write, if any; the connection is closed either way.
+func (c *Conn) SendError(code status.Code, reason string) error {
+	msg := (&Error{Code: code, Reason: reason}).Append(make([]byte, 0, HeaderSize+8+min(len(reason), MaxReasonLength)))
+	c.wmu.Lock()
+	var err error
+	if c.closed.Load() {
+		err = errClosed
+	} else {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(errorWriteTimeout))
+		if _, werr := c.nc.Write(msg); werr != nil {
+			err = readError("writing ERR", werr)
+		}
+	}
+	c.closed.Store(true)
+	c.wmu.Unlock()
+	if err == nil {
+		c.linger()
+	}
+	c.Close()
+	return err
+}
+
+// linger half-closes a TCP connection and discards input until the peer closes, for at most
+// lingerTimeout and lingerMaxBytes.
+func (c *Conn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.CopyN(io.Discard, c.nc, lingerMaxBytes)
+}
+
+// fail ends the connection after err: a server sends ERR with err's status unless the peer
+// is gone; a client just closes. It returns err.
+func (c *Conn) fail(err error) error {
+	code := StatusOf(err)
+	var peer *Error
+	if c.server && code != status.BadConnectionClosed && !errors.As(err, &peer) {
+		_ = c.SendError(code, err.Error())
+	} else {
+		c.Close()
+	}
+	return err
+}
+
+// errClosed is returned by writes on a closed Conn.
+var errClosed = fmt.Errorf("uacp: write: %w: %w", status.BadConnectionClosed, net.ErrClosed)
+
+// truncated turns the io.EOF of a read that had already begun into io.ErrUnexpectedEOF.
+func truncated(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readError wraps an I/O error with the status it means.
+func readError(what string, err error) error {
+	var code status.Code
+	var ne net.Error
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		code = status.BadTimeout
+	case err == io.EOF || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe):
+		code = status.BadConnectionClosed
+	case err == io.ErrUnexpectedEOF:
+		code = status.BadDecodingError
+	default:
+		code = status.BadCommunicationError
+	}
+	return fmt.Errorf("uacp: %s: %w: %w", what, code, err)
+}
+
+// ctxError adds ctx's cause to err when ctx has ended, since its cancellation shows up as an
+// expired deadline.
+func ctxError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+	}
+	return err
+}

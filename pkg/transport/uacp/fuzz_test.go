@@ -1,0 +1,194 @@
+package uacp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"reflect"
+	"testing"
+	"time"
+
+	"uastack.dev/pkg/ua/status"
+)
+
+func addMessageSeeds(f *testing.F) {
+	for _, tc := range wireCases {
+		f.Add(tc.wire)
+	}
+	f.Add((&Hello{ProtocolVersion: 1, EndpointURL: ""}).Append(nil))
+	f.Add((&Error{Code: status.BadTimeout}).Append(nil))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte("HELF\x08\x00\x00\x00"))
+}
+
+// checkRoundTrip re-encodes a decoded message and decodes it again: the result must equal the
+// first decoding and re-encode to the same bytes. (The input itself need not come back byte
+// for byte: any negative string length decodes as null and re-encodes as -1, later protocol
+// versions may carry ignored trailing bytes, and an over-long Error reason is dropped.)
+func checkRoundTrip(t *testing.T, b []byte, m Message) {
+	again := m.Append(nil)
+	m2, err := DecodeMessage(again)
+	if err != nil {
+		t.Fatalf("re-decoding %x: %v", again, err)
+	}
+	if !reflect.DeepEqual(m, m2) {
+		t.Fatalf("%x decodes to %+v, its re-encoding to %+v", b, m, m2)
+	}
+	if !bytes.Equal(m2.Append(nil), again) {
+		t.Fatalf("unstable encoding of %x", b)
+	}
+	if len(again) > len(b) {
+		t.Fatalf("re-encoding grew from %d to %d bytes", len(b), len(again))
+	}
+}
+
+func checkDecodeError(t *testing.T, err error) {
+	switch StatusOf(err) {
+	case status.BadDecodingError, status.BadTcpMessageTypeInvalid, status.BadTcpEndpointUrlInvalid:
+	default:
+		t.Fatalf("error without a precise status: %v", err)
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	addMessageSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMessage(b)
+		if err != nil {
+			checkDecodeError(t, err)
+			return
+		}
+		checkRoundTrip(t, b, m)
+	})
+}
+
+func FuzzDecodeHello(f *testing.F) {
+	addMessageSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		hel, err := DecodeHello(b)
+		if err != nil {
+			checkDecodeError(t, err)
+			return
+		}
+		if len(hel.EndpointURL) > MaxURLLength {
+			t.Fatalf("EndpointUrl of %d bytes accepted", len(hel.EndpointURL))
+		}
+		checkRoundTrip(t, b, hel)
+		// Negotiation never panics and never grants more than either side offered.
+		ack, n, err := NegotiateServer(Limits{}, hel)
+		if err != nil {
+			if c := StatusOf(err); c != status.BadTcpNotEnoughResources {
+				t.Fatalf("negotiation error %v", err)
+			}
+			return
+		}
+		if ack.ReceiveBufferSize > hel.SendBufferSize || ack.SendBufferSize > hel.ReceiveBufferSize ||
+			n.ReceiveBufferSize > DefaultLimits.ReceiveBufferSize || n.SendBufferSize < MinBufferSize {
+			t.Fatalf("bad negotiation %+v for %+v", n, hel)
+		}
+	})
+}
+
+// splitConn is a net.Conn whose reads return the stream in pieces whose sizes come from the
+// fuzz input. Writes are recorded; deadlines are ignored.
+type splitConn struct {
+	stream []byte
+	splits []byte
+	out    bytes.Buffer
+	closed bool
+}
+
+func (c *splitConn) Read(p []byte) (int, error) {
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	if len(c.stream) == 0 {
+		return 0, io.EOF
+	}
+	n := len(p)
+	if len(c.splits) > 0 {
+		n = min(n, int(c.splits[0])+1)
+		c.splits = c.splits[1:]
+	}
+	n = copy(p, c.stream[:min(n, len(c.stream))])
+	c.stream = c.stream[n:]
+	return n, nil
+}
+
+func (c *splitConn) Write(p []byte) (int, error) {
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	return c.out.Write(p)
+}
+func (c *splitConn) Close() error                     { c.closed = true; return nil }
+func (c *splitConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (c *splitConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (c *splitConn) SetDeadline(time.Time) error      { return nil }
+func (c *splitConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *splitConn) SetWriteDeadline(time.Time) error { return nil }
+
+func chunkSeed(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+func msgChunk(typ MessageType, ct byte, body int) []byte {
+	b := AppendHeader(nil, Header{Type: typ, ChunkType: ct, Size: uint32(HeaderSize + body)})
+	for i := range body {
+		b = append(b, byte(i))
+	}
+	return b
+}
+
+func FuzzReadChunks(f *testing.F) {
+	f.Add([]byte{0, 3, 1, 7}, chunkSeed(msgChunk(TypeMessage, ChunkFinal, 20), msgChunk(TypeOpen, ChunkFinal, 4)), false)
+	f.Add([]byte{}, chunkSeed(msgChunk(TypeMessage, ChunkIntermediate, 100), msgChunk(TypeMessage, ChunkAbort, 8), msgChunk(TypeClose, ChunkFinal, 4)), true)
+	f.Add([]byte{255, 255}, chunkSeed(msgChunk(TypeMessage, ChunkFinal, 9000)), false)
+	f.Add([]byte{1}, (&Error{Code: status.BadTimeout, Reason: "x"}).Append(nil), false)
+	f.Add([]byte{2}, (&Hello{}).Append(nil), true)
+	f.Add([]byte{0}, []byte("MSGF\xff\xff\xff\xff"), true)
+	f.Fuzz(func(t *testing.T, splits, stream []byte, server bool) {
+		nc := &splitConn{stream: stream, splits: splits}
+		c := newConn(nc, server, nil, 0, 0)
+		c.neg = Negotiated{ReceiveBufferSize: 8192, SendBufferSize: 8192}
+		for range 1000 {
+			ch, err := c.ReadChunk()
+			if err != nil {
+				var peer *Error
+				switch code := StatusOf(err); {
+				case errors.As(err, &peer):
+				case code == status.BadConnectionClosed || code == status.BadDecodingError ||
+					code == status.BadTcpMessageTypeInvalid || code == status.BadTcpMessageTooLarge:
+				default:
+					t.Fatalf("error without a precise status: %v", err)
+				}
+				if !nc.closed {
+					t.Fatal("connection left open after an error")
+				}
+				if server && nc.out.Len() > 0 {
+					m, derr := DecodeMessage(nc.out.Bytes())
+					if derr != nil || m.(*Error).Code != StatusOf(err) {
+						t.Fatalf("server sent %x for %v", nc.out.Bytes(), err)
+					}
+				}
+				return
+			}
+			h := ch.Header
+			if len(ch.Bytes) > 8192 || uint32(len(ch.Bytes)) != h.Size || len(ch.Bytes) < HeaderSize+4 {
+				t.Fatalf("chunk of %d bytes, header %+v", len(ch.Bytes), h)
+			}
+			switch {
+			case h.Type == TypeMessage && bytes.IndexByte([]byte("CFA"), h.ChunkType) >= 0:
+			case (h.Type == TypeOpen || h.Type == TypeClose) && h.ChunkType == ChunkFinal:
+			default:
+				t.Fatalf("chunk %+v accepted", h)
+			}
+			ch.Release()
+		}
+	})
+}
