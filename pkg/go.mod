@@ -2,6 +2,9 @@ module uastack.dev/pkg
 
 go 1.26
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/gopcua/opcua v0.8.0
+	github.com/stretchr/testify v1.12.1
+)
 
 require go.yaml.in/yaml/v3 v3.0.5 // indirect
