@@ -1,0 +1,109 @@
+// Package nodemgr is the contract between the server and the node managers that serve its
+// namespaces: namespace 0, the demo namespace, and plugins run under wazero or as
+// separate processes.
+//
+// Operations are batched and context-first: the server groups the items of a request by
+// namespace and hands each manager one operation holding its items and a result slot per
+// item. Every result carries its own StatusCode. The operations are plain data built from
+// codec and ua types, so that the same contract can cross a WASM sandbox or a process
+// boundary unchanged: no closures, channels or pointers into server state travel inside
+// them.
+//
+// Completion is explicit. A manager fills the results and calls done exactly once: before
+// returning when it answers from memory, or later from any goroutine when it waits on a
+// device, a guest or another process. The server releases its worker as soon as the
+// method returns, so a manager that waits never holds one.
+//
+// Optional capabilities are optional interfaces; the server asks for them with a type
+// assertion once, when the manager is registered.
+package nodemgr
+
+import (
+	"context"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// Manager serves the nodes of one or more namespaces.
+type Manager interface {
+	// Namespaces returns the URIs of the namespaces this manager serves. The server maps
+	// them to indexes in its NamespaceArray and passes NodeIds with those indexes.
+	Namespaces() []string
+}
+
+// Principal is who asks, as plain data: enough for a manager to decide access.
+type Principal struct {
+	// SessionID is the server-assigned NodeId of the session.
+	SessionID codec.NodeId
+	// Anonymous, UserName and Certificate tell how the user authenticated; UserName and
+	// Thumbprint name the user where they apply.
+	Anonymous  bool
+	UserName   string
+	Thumbprint string
+	// Roles are the well-known role NodeIds granted to the user (Part 3 §4.9).
+	Roles []codec.NodeId
+}
+
+// ReadOp reads attributes of nodes (Part 4 §5.10.2). Results[i] answers Items[i]; a
+// manager sets every result, using the StatusCode for per-item failures such as
+// BadNodeIdUnknown or BadAttributeIdInvalid.
+type ReadOp struct {
+	Principal  Principal
+	MaxAge     float64
+	Timestamps ua.TimestampsToReturn
+	Items      []ua.ReadValueId
+	Results    []codec.DataValue
+}
+
+// Reader answers reads.
+type Reader interface {
+	Read(ctx context.Context, op *ReadOp, done func())
+}
+
+// WriteOp writes attributes (Part 4 §5.10.4). Results[i] answers Items[i].
+type WriteOp struct {
+	Principal Principal
+	Items     []ua.WriteValue
+	Results   []status.Code
+}
+
+// Writer answers writes.
+type Writer interface {
+	Write(ctx context.Context, op *WriteOp, done func())
+}
+
+// BrowseOp asks for the references of nodes (Part 4 §5.9.2). A manager returns every
+// reference that matches each description; the server applies MaxReferencesPerNode and
+// holds continuation points, so managers need not keep browse state.
+type BrowseOp struct {
+	Principal Principal
+	View      ua.ViewDescription
+	Items     []ua.BrowseDescription
+	Results   []BrowseResult
+}
+
+// BrowseResult is the answer for one BrowseDescription.
+type BrowseResult struct {
+	Status     status.Code
+	References []ua.ReferenceDescription
+}
+
+// Browser answers browses.
+type Browser interface {
+	Browse(ctx context.Context, op *BrowseOp, done func())
+}
+
+// CallOp calls methods (Part 4 §5.11.2). Results[i] answers Items[i], with an argument
+// result per input argument where arguments are checked.
+type CallOp struct {
+	Principal Principal
+	Items     []ua.CallMethodRequest
+	Results   []ua.CallMethodResult
+}
+
+// Caller answers method calls.
+type Caller interface {
+	Call(ctx context.Context, op *CallOp, done func())
+}
