@@ -1,0 +1,261 @@
+package uasc
+
+import (
+	"crypto"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// token is one SecurityToken of a channel: its id, the symmetric keys derived for it and
+// its lifetime (Part 6 §6.7.6, Part 4 §5.5.2).
+type token struct {
+	id       uint32
+	send     policy.Symmetric // used only under channel.smu
+	recv     policy.Symmetric // used only by the reading goroutine
+	created  time.Time
+	lifetime time.Duration
+}
+
+// expired reports whether a message secured with t may no longer be accepted at now: a
+// receiver accepts a token for 25% of its lifetime past its expiry (Part 6 §6.7.6).
+func (t *token) expired(now time.Time) bool {
+	return now.After(t.created.Add(t.lifetime + t.lifetime/4))
+}
+
+// channel is the state both roles share: the connection, the security configuration and
+// the send and receive halves.
+//
+// The send half (smu) is used from any goroutine; the receive half only from the one
+// goroutine that reads chunks.
+type channel struct {
+	conn *uacp.Conn
+	neg  uacp.Negotiated
+	pool *uacp.Pool
+	role policy.Role
+
+	pol        policy.Policy
+	mode       ua.MessageSecurityMode
+	localCert  []byte // DER, sent as SenderCertificate; nil for None
+	localKey   crypto.Signer
+	remoteCert *x509.Certificate // nil for None
+	remoteRaw  []byte            // the remote SenderCertificate bytes as received or configured
+	asym       policy.Asymmetric
+	channelID  uint32
+	symSig     int // symmetric signature size
+	symBlock   int // symmetric block size
+	// encodeHint is the size of the largest message encoded recently, so that the next
+	// encode buffer fits it.
+	encodeHint atomic.Int64
+
+	smu      sync.Mutex // guards sendSeq, sendTok, pending, flushing, sendErr
+	sendSeq  uint32     // last sequence number sent
+	sendTok  *token
+	pending  [][]byte // sealed chunks waiting to be written, in order
+	writing  [][]byte // the batch being written by the flusher
+	flushing bool     // a goroutine is writing; others only queue
+	sendErr  error    // first write failure; the channel is dead after it
+
+	// receive half: only the reading goroutine touches these.
+	recvSeq    uint32
+	recvSeqSet bool
+	recvToks   []*token // accepted tokens, oldest first
+	asm        assembler
+	now        func() time.Time
+}
+
+func (c *channel) signed() bool {
+	return c.mode == ua.MessageSecurityModeSign || c.mode == ua.MessageSecurityModeSignAndEncrypt
+}
+func (c *channel) encrypted() bool { return c.mode == ua.MessageSecurityModeSignAndEncrypt }
+
+// asymmetric reports whether OPN chunks are signed and encrypted: always, unless the policy
+// is None (Part 6 §6.7.4).
+func (c *channel) asymmetric() bool { return c.pol.Info().URI != policy.URINone }
+
+// setSymmetricSizes records the signature and block sizes of the policy's symmetric suite.
+func (c *channel) setSymmetricSizes(t *token) {
+	c.symSig, c.symBlock = 0, 1
+	if c.signed() {
+		c.symSig = t.send.SignatureSize()
+	}
+	if c.encrypted() {
+		c.symBlock = t.send.BlockSize()
+	}
+}
+
+// maxSymBody is the largest body one symmetric chunk carries (Part 6 §6.7.2.2).
+func (c *channel) maxSymBody() int {
+	avail := int(c.neg.SendBufferSize) - symHeaderLen
+	if c.encrypted() {
+		avail = avail/c.symBlock*c.symBlock - 1 // at least the PaddingSize byte
+	}
+	return avail - seqHeaderLen - c.symSig
+}
+
+// symChunkLen is the length of a sealed symmetric chunk with a body of n bytes, and the
+// padding size to write.
+func (c *channel) symChunkLen(n int) (total, padSize, padLen int) {
+	plain := seqHeaderLen + n
+	if c.encrypted() {
+		padSize = policy.PaddingSize(plain, c.symBlock, c.symSig, false)
+		padLen = policy.PaddingLen(padSize, false)
+	}
+	return symHeaderLen + plain + padLen + c.symSig, padSize, padLen
+}
+
+// sealSym turns b, which holds a body of n bytes at symBodyOffset, into a sealed chunk and
+// returns its length. It must run under smu: it takes the next sequence number.
+func (c *channel) sealSym(b []byte, t uacp.MessageType, chunkType byte, requestID uint32, n int) (int, error) {
+	total, padSize, padLen := c.symChunkLen(n)
+	if total > len(b) {
+		return 0, fmt.Errorf("uasc: chunk of %d bytes in a %d-byte buffer: %w", total, len(b), status.BadInternalError)
+	}
+	if padLen > 0 {
+		policy.WritePadding(b[symBodyOffset+n:symBodyOffset+n+padLen], padSize, false)
+	}
+	tok := c.sendTok
+	putHeader(b, t, chunkType, total, c.channelID)
+	b[12], b[13], b[14], b[15] = byte(tok.id), byte(tok.id>>8), byte(tok.id>>16), byte(tok.id>>24)
+	c.sendSeq = nextSeq(c.sendSeq)
+	putSeqHeader(b, symHeaderLen, c.sendSeq, requestID)
+	if c.signed() {
+		if err := tok.send.Seal(b[:total], symHeaderLen, c.encrypted()); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// sealAsym builds an OPN chunk around body and returns it. It must run under smu.
+// OPN messages are never split (Part 6 §6.7.2.2: chunk type F only).
+func (c *channel) sealAsym(requestID uint32, body []byte) ([]byte, error) {
+	h := asymmetricHeader{SecurityPolicyURI: c.pol.Info().URI}
+	if c.asymmetric() {
+		h.SenderCertificate = c.localCert
+		tp := policy.Thumbprint(c.remoteCert)
+		h.ReceiverCertificateThumbprint = tp[:]
+	}
+	hdrLen := channelHeaderLen + h.encodedLen()
+	plain := seqHeaderLen + len(body)
+	var padSize, padLen, sigLen, total int
+	extra := false
+	if c.asymmetric() {
+		extra = policy.ExtraPadding(c.asym.CiphertextBlockSize())
+		sigLen = c.asym.SignatureSize()
+		padSize = policy.PaddingSize(plain, c.asym.PlaintextBlockSize(), sigLen, extra)
+		padLen = policy.PaddingLen(padSize, extra)
+		total = hdrLen + c.asym.EncryptedLen(plain+padLen+sigLen)
+	} else {
+		total = hdrLen + plain
+	}
+	if total > int(c.neg.SendBufferSize) {
+		return nil, fmt.Errorf("uasc: OPN of %d bytes over send buffer of %d: %w", total, c.neg.SendBufferSize, status.BadTcpMessageTooLarge)
+	}
+	b := make([]byte, channelHeaderLen, max(total, hdrLen+plain+padLen+sigLen))
+	putHeader(b, uacp.TypeOpen, uacp.ChunkFinal, total, c.channelID)
+	b = appendAsymmetricHeader(b, &h)
+	c.sendSeq = nextSeq(c.sendSeq)
+	b = b[:hdrLen+seqHeaderLen]
+	putSeqHeader(b, hdrLen, c.sendSeq, requestID)
+	b = append(b, body...)
+	if !c.asymmetric() {
+		return b, nil
+	}
+	b = b[:len(b)+padLen]
+	policy.WritePadding(b[len(b)-padLen:], padSize, extra)
+	b, err := c.asym.Sign(b, b)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.asym.Encrypt(b[hdrLen:total], b[hdrLen:]); err != nil {
+		return nil, err
+	}
+	return b[:total], nil
+}
+
+// queueLocked appends sealed chunks to the pending list and, unless another goroutine is
+// already writing, writes them and whatever others queue meanwhile (nats-server
+// flushOutbound): writes are coalesced, no lock is held during I/O, and chunks leave in the
+// order they were sealed. It must be called with smu held and returns with smu released.
+// The chunks are owned by the queue from then on: each goes back to the pool once written
+// (Pool.Put ignores buffers that are not pool-sized).
+func (c *channel) queueLocked(chunks ...[]byte) error {
+	if c.sendErr != nil {
+		c.smu.Unlock()
+		for _, b := range chunks {
+			c.pool.Put(b)
+		}
+		return c.sendErr
+	}
+	c.pending = append(c.pending, chunks...)
+	if c.flushing {
+		c.smu.Unlock()
+		return nil
+	}
+	c.flushing = true
+	var first error // the result of the batch that holds the caller's chunks
+	for batch := 0; len(c.pending) > 0; batch++ {
+		c.pending, c.writing = c.writing[:0], c.pending
+		c.smu.Unlock()
+		err := c.conn.WriteChunks(c.writing...)
+		if batch == 0 {
+			first = err
+		}
+		for i, b := range c.writing {
+			c.pool.Put(b)
+			c.writing[i] = nil
+		}
+		c.smu.Lock()
+		if err != nil && c.sendErr == nil {
+			c.sendErr = err
+		}
+		if c.sendErr != nil {
+			for i, b := range c.pending {
+				c.pool.Put(b)
+				c.pending[i] = nil
+			}
+			c.pending = c.pending[:0]
+		}
+	}
+	c.flushing = false
+	c.smu.Unlock()
+	return first
+}
+
+// failSend marks the send half dead.
+func (c *channel) failSend(err error) {
+	c.smu.Lock()
+	if c.sendErr == nil {
+		c.sendErr = err
+	}
+	c.smu.Unlock()
+}
+
+// errClosed is the send error of a channel closed locally.
+var errClosed = fmt.Errorf("uasc: channel closed: %w", status.BadSecureChannelClosed)
+
+// statusOf returns the status an error carries, BadSecurityChecksFailed when it carries none
+// (the safe answer for a failed check), and Good for nil.
+func statusOf(err error) status.Code {
+	if err == nil {
+		return status.Good
+	}
+	var c status.Code
+	if errors.As(err, &c) && !c.IsGood() {
+		return c
+	}
+	var ue *uacp.Error
+	if errors.As(err, &ue) {
+		return ue.Code
+	}
+	return status.BadSecurityChecksFailed
+}

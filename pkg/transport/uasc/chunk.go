@@ -1,0 +1,112 @@
+package uasc
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/ua/status"
+)
+
+// Fixed sizes of the chunk headers (Part 6 §6.7.2).
+const (
+	// channelHeaderLen is the message header plus the SecureChannelId.
+	channelHeaderLen = uacp.HeaderSize + 4
+	// symHeaderLen is channelHeaderLen plus the symmetric security header (TokenId).
+	symHeaderLen = channelHeaderLen + 4
+	// seqHeaderLen is the sequence header: SequenceNumber and RequestId.
+	seqHeaderLen = 8
+	// symBodyOffset is where the body of a symmetric chunk starts.
+	symBodyOffset = symHeaderLen + seqHeaderLen
+)
+
+// Sequence-number wrap-around (Part 6 §6.7.2.4): a sender wraps only after numbers greater
+// than seqWrapAfter, and the first number after the wrap is below seqWrapBelow.
+const (
+	seqWrapAfter = 4294966271 // UInt32 max - 1024
+	seqWrapBelow = 1024
+)
+
+// asymmetricHeader is the asymmetric algorithm security header of OPN chunks (Part 6
+// §6.7.2.3). Nil byte strings are encoded as null.
+type asymmetricHeader struct {
+	SecurityPolicyURI             string
+	SenderCertificate             []byte
+	ReceiverCertificateThumbprint []byte
+}
+
+// encodedLen is the length of h on the wire.
+func (h *asymmetricHeader) encodedLen() int {
+	return 4 + len(h.SecurityPolicyURI) + 4 + len(h.SenderCertificate) + 4 + len(h.ReceiverCertificateThumbprint)
+}
+
+// appendAsymmetricHeader appends h to b.
+func appendAsymmetricHeader(b []byte, h *asymmetricHeader) []byte {
+	b = appendBytes(b, []byte(h.SecurityPolicyURI))
+	b = appendBytes(b, h.SenderCertificate)
+	return appendBytes(b, h.ReceiverCertificateThumbprint)
+}
+
+func appendBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.LittleEndian.AppendUint32(b, 0xffffffff)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+// maxAsymHeaderField bounds each field of an asymmetric header; a certificate chain larger
+// than a receive buffer cannot arrive anyway.
+const maxAsymHeaderField = uacp.MaxBufferSize
+
+// parseAsymmetricHeader reads the asymmetric security header that starts at
+// b[channelHeaderLen:] and returns it with the offset just after it. Malformed headers are
+// BadDecodingError.
+func parseAsymmetricHeader(b []byte) (asymmetricHeader, int, error) {
+	d := codec.NewDecoderLimits(b[channelHeaderLen:], codec.Limits{
+		MaxStringLength:     maxAsymHeaderField,
+		MaxByteStringLength: maxAsymHeaderField,
+		MaxMessageSize:      maxAsymHeaderField,
+	})
+	h := asymmetricHeader{
+		SecurityPolicyURI:             d.String(),
+		SenderCertificate:             d.ByteString(),
+		ReceiverCertificateThumbprint: d.ByteString(),
+	}
+	if err := d.Err(); err != nil {
+		return h, 0, fmt.Errorf("uasc: asymmetric security header: %w", status.BadDecodingError)
+	}
+	return h, channelHeaderLen + d.Pos(), nil
+}
+
+// putHeader writes the message header and SecureChannelId into b.
+func putHeader(b []byte, t uacp.MessageType, chunkType byte, size int, channelID uint32) {
+	b[0], b[1], b[2], b[3] = byte(t), byte(t>>8), byte(t>>16), chunkType
+	binary.LittleEndian.PutUint32(b[4:], uint32(size))
+	binary.LittleEndian.PutUint32(b[8:], channelID)
+}
+
+// putSeqHeader writes a sequence header at b[off:].
+func putSeqHeader(b []byte, off int, seq, requestID uint32) {
+	binary.LittleEndian.PutUint32(b[off:], seq)
+	binary.LittleEndian.PutUint32(b[off+4:], requestID)
+}
+
+// nextSeq returns the sequence number that follows seq for a sender (Part 6 §6.7.2.4).
+func nextSeq(seq uint32) uint32 {
+	if seq >= seqWrapAfter {
+		return 1
+	}
+	return seq + 1
+}
+
+// seqFollows reports whether got may follow last for a receiver: exactly last+1, or, once
+// last+1 is past seqWrapAfter, any number below seqWrapBelow. Replays, regressions and gaps
+// are refused.
+func seqFollows(last, got uint32) bool {
+	if last < seqWrapAfter {
+		return got == last+1
+	}
+	return got < seqWrapBelow || (last != ^uint32(0) && got == last+1)
+}

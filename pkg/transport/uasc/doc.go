@@ -1,0 +1,20 @@
+// Package uasc implements UA Secure Conversation (Part 6 §6.7): the secure channel that
+// carries OPC UA service messages over a uacp connection.
+//
+// A channel starts with an OpenSecureChannel exchange (OPN, Part 6 §6.7.4, Part 4 §5.5.2)
+// secured with the asymmetric algorithms of its SecurityPolicy; both ends then derive
+// symmetric keys from the two nonces (Part 6 §6.7.5) and exchange MSG chunks signed and, in
+// SignAndEncrypt mode, encrypted with them. The client renews the token before it expires
+// (Part 6 §6.7.6) and ends the channel with CloseSecureChannel (CLO).
+//
+// Server is the server role: NewServer checks a ServerConfig once, Server.ServeConn runs one
+// channel over an accepted uacp.Conn and hands every complete request to a Handler. Dial is
+// the client role and returns a ClientChannel.
+//
+// Chunks are built and checked in place: a message is encoded straight after the space
+// reserved for its headers in a buffer from the connection's uacp.Pool, then padded, signed
+// and encrypted in that buffer (chunk.go, send.go). Received chunks are decrypted and
+// verified in the buffer uacp.Conn.ReadChunk returned, their sequence numbers checked, and
+// multi-chunk messages reassembled within the negotiated limits and a byte budget shared by
+// all channels of a Server (receive.go).
+package uasc

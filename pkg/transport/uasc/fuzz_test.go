@@ -1,0 +1,125 @@
+package uasc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// noneChannel is the receive half of a None channel with id 5 and token 1.
+func noneChannel(budget *Budget, maxSize, maxChunks uint32) *channel {
+	send, recv, _ := policy.None.DeriveKeys(policy.Server, policy.Nonce{}, nil)
+	tok := &token{id: 1, send: send, recv: recv, created: time.Now(), lifetime: time.Hour}
+	c := &channel{pol: policy.None, mode: ua.MessageSecurityModeNone, channelID: 5, now: time.Now,
+		recvToks: []*token{tok}, sendTok: tok}
+	c.asm = assembler{budget: budget, maxSize: maxSize, maxChunks: maxChunks}
+	c.setSymmetricSizes(tok)
+	return c
+}
+
+// noneChunk builds an unsecured MSG chunk.
+func noneChunk(chunkType byte, seq, requestID uint32, body []byte) []byte {
+	b := make([]byte, symBodyOffset+len(body))
+	putHeader(b, uacp.TypeMessage, chunkType, len(b), 5)
+	binary.LittleEndian.PutUint32(b[12:], 1)
+	putSeqHeader(b, symHeaderLen, seq, requestID)
+	copy(b[symBodyOffset:], body)
+	return b
+}
+
+// FuzzReassemble splits a message into chunks at fuzz-chosen points, optionally damages
+// one chunk, and feeds them to the receive path of a None channel: every outcome is either
+// the original message or an error with a status code, and the reassembly budget is
+// always returned. With mode bit 0x80 the input is fed as a raw chunk stream instead.
+func FuzzReassemble(f *testing.F) {
+	f.Add([]byte("hello, world"), []byte{3, 4}, uint32(0), uint8(0), byte(0))
+	f.Add(bytes.Repeat([]byte("abcdefgh"), 64), []byte{100, 100, 100, 1}, uint32(300), uint8(3), byte(0))
+	f.Add([]byte("xyz"), []byte{1, 1}, uint32(0), uint8(0), byte(0x41))
+	f.Add(noneChunk('F', 1, 1, []byte("raw")), []byte{}, uint32(0), uint8(0), byte(0x80))
+	f.Fuzz(func(t *testing.T, body, cuts []byte, maxSize uint32, maxChunks uint8, mode byte) {
+		const budgetBytes = 1 << 16
+		budget := NewBudget(budgetBytes)
+		c := noneChannel(budget, maxSize, uint32(maxChunks))
+		var chunks [][]byte
+		if mode&0x80 != 0 {
+			for b := body; len(b) >= uacp.HeaderSize; {
+				h, _ := uacp.ParseHeader(b)
+				n := int(h.Size)
+				if n < uacp.HeaderSize || n > len(b) {
+					n = len(b)
+				}
+				chunks = append(chunks, b[:n])
+				b = b[n:]
+			}
+		} else {
+			rest, seq := body, uint32(1)
+			for i := 0; ; i++ {
+				n := len(rest)
+				if i < len(cuts) && int(cuts[i]) < n {
+					n = int(cuts[i])
+				}
+				ct := byte(uacp.ChunkIntermediate)
+				if n == len(rest) {
+					ct = uacp.ChunkFinal
+				}
+				chunks = append(chunks, noneChunk(ct, seq, 9, rest[:n]))
+				seq++
+				rest = rest[n:]
+				if ct == uacp.ChunkFinal {
+					break
+				}
+			}
+			if mode != 0 {
+				k := chunks[int(mode)%len(chunks)]
+				k[int(mode>>2)%len(k)] ^= mode | 1
+			}
+		}
+		var got []byte
+		for _, ch := range chunks {
+			if len(ch) < uacp.HeaderSize+4 {
+				break
+			}
+			h, _ := uacp.ParseHeader(ch)
+			if int(h.Size) != len(ch) || h.Type != uacp.TypeMessage {
+				break // uacp.ReadChunk frames and filters these
+			}
+			reqID, b, _, err := c.openSym(ch)
+			if err == nil {
+				var done, aborted bool
+				var msg []byte
+				msg, done, aborted, err = c.asm.add(h.ChunkType, reqID, b)
+				if done {
+					got = append([]byte{}, msg...)
+					c.asm.reset()
+				}
+				_ = aborted
+			}
+			if err != nil {
+				var code status.Code
+				require.ErrorAs(t, err, &code)
+				require.True(t, code.IsBad())
+				break
+			}
+		}
+		c.asm.reset()
+		require.Equal(t, int64(budgetBytes), budget.Available(), "budget returned")
+		if mode == 0 && got != nil {
+			require.Equal(t, body, got)
+		}
+		if mode == 0 && got == nil {
+			// Only the limits may stop an undamaged message.
+			tooMany := maxChunks != 0 && len(chunks) > int(maxChunks)
+			tooBig := maxSize != 0 && len(body) > int(maxSize)
+			overBudget := len(chunks) > 1 && len(body) > budgetBytes
+			require.True(t, tooMany || tooBig || overBudget, "message of %d bytes in %d chunks lost", len(body), len(chunks))
+		}
+	})
+}

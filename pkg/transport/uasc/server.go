@@ -1,0 +1,578 @@
+package uasc
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// SecurityConfig is one (SecurityPolicy, MessageSecurityMode) pair a server accepts.
+type SecurityConfig struct {
+	PolicyURI string
+	Mode      ua.MessageSecurityMode
+}
+
+// Default token lifetimes (Part 4 §5.5.2: the server revises the requested lifetime).
+const (
+	DefaultMinTokenLifetime = 10 * time.Second
+	DefaultMaxTokenLifetime = time.Hour
+)
+
+// ServerConfig configures a Server. It is read once by NewServer.
+type ServerConfig struct {
+	// Certificate is the server's application instance certificate (DER) and Key its
+	// private key. Both are required unless Security holds only SecurityPolicy None.
+	Certificate []byte
+	Key         crypto.Signer
+	// Security lists the accepted (policy, mode) pairs. It must not be empty: there is no
+	// default, and None is accepted only when listed explicitly with mode None.
+	Security []SecurityConfig
+	// ValidateCertificate is asked about every client certificate chain (leaf first) before
+	// the OPN is decrypted. A non-nil error refuses the channel with the status.Code it
+	// wraps, or BadSecurityChecksFailed. It is required unless only None is accepted, and
+	// must be safe for concurrent use.
+	ValidateCertificate func(chain []*x509.Certificate) error
+	// MinTokenLifetime and MaxTokenLifetime bound the revised token lifetime; zero means
+	// DefaultMinTokenLifetime and DefaultMaxTokenLifetime.
+	MinTokenLifetime, MaxTokenLifetime time.Duration
+	// IDs allocates SecureChannelIds; nil gives the Server its own.
+	IDs *IDAllocator
+	// Budget bounds the bytes held in partly reassembled messages by all channels of the
+	// Server; nil means a Budget of DefaultBudget bytes.
+	Budget *Budget
+	// UACP configures the connection protocol for Serve.
+	UACP uacp.ServerConfig
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultBudget is the reassembly budget of a Server whose config names none.
+const DefaultBudget = 256 << 20
+
+// IDAllocator hands out SecureChannelIds that are never 0 and never in use twice. It is
+// safe for concurrent use.
+type IDAllocator struct {
+	mu   sync.Mutex // guards next, live
+	next uint32
+	live map[uint32]struct{}
+}
+
+// NewIDAllocator returns an allocator starting at a random id.
+func NewIDAllocator() *IDAllocator {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &IDAllocator{next: uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16, live: make(map[uint32]struct{})}
+}
+
+// Allocate returns an id not currently live and marks it live.
+func (a *IDAllocator) Allocate() uint32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		a.next++
+		if _, used := a.live[a.next]; a.next != 0 && !used {
+			a.live[a.next] = struct{}{}
+			return a.next
+		}
+	}
+}
+
+// Free makes id available again.
+func (a *IDAllocator) Free(id uint32) {
+	a.mu.Lock()
+	delete(a.live, id)
+	a.mu.Unlock()
+}
+
+// Handler receives every complete request of a channel, on the channel's reading
+// goroutine: a handler that may block should hand the request to another goroutine and
+// return. The Request may be answered from any goroutine, once.
+type Handler func(ctx context.Context, req Request)
+
+// Request is one service request received on a ServerChannel.
+type Request struct {
+	// RequestID is the id the client gave the request in its sequence header.
+	RequestID uint32
+	// Message is the decoded request.
+	Message codec.Structure
+	// Channel is the channel the request arrived on.
+	Channel *ServerChannel
+}
+
+// Respond sends msg as the response to r. It is safe for concurrent use. A response over
+// the client's MaxMessageSize or MaxChunkCount is replaced by a ServiceFault with
+// BadResponseTooLarge. Errors mean the channel is closed.
+func (r Request) Respond(msg codec.Structure) error { return r.Channel.respond(r.RequestID, msg) }
+
+// Server is the server role of the secure channel: it holds the checked configuration, the
+// SecureChannelId allocator and the reassembly budget its channels share.
+type Server struct {
+	cfg      ServerConfig
+	cert     *x509.Certificate
+	handler  Handler
+	security map[string][]ua.MessageSecurityMode
+}
+
+// NewServer checks cfg and returns a Server that hands requests to h.
+func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
+	if len(cfg.Security) == 0 {
+		return nil, errors.New("uasc: ServerConfig.Security is empty")
+	}
+	if h == nil {
+		return nil, errors.New("uasc: nil Handler")
+	}
+	s := &Server{cfg: cfg, handler: h, security: make(map[string][]ua.MessageSecurityMode)}
+	for _, sc := range cfg.Security {
+		p, ok := policy.Lookup(sc.PolicyURI)
+		if !ok {
+			return nil, fmt.Errorf("uasc: unknown security policy %q", sc.PolicyURI)
+		}
+		none := p.Info().URI == policy.URINone
+		if none != (sc.Mode == ua.MessageSecurityModeNone) || (sc.Mode < ua.MessageSecurityModeNone || sc.Mode > ua.MessageSecurityModeSignAndEncrypt) {
+			return nil, fmt.Errorf("uasc: policy %s with mode %v", p.Info().Name, sc.Mode)
+		}
+		if !none {
+			if s.cert == nil {
+				cert, err := x509.ParseCertificate(cfg.Certificate)
+				if err != nil {
+					return nil, fmt.Errorf("uasc: server certificate: %w", err)
+				}
+				s.cert = cert
+			}
+			if cfg.Key == nil || cfg.ValidateCertificate == nil {
+				return nil, errors.New("uasc: secure policies need Key and ValidateCertificate")
+			}
+			if _, err := p.NewAsymmetric(cfg.Key, s.cert); err != nil {
+				return nil, fmt.Errorf("uasc: server key for %s: %w", p.Info().Name, err)
+			}
+		}
+		s.security[sc.PolicyURI] = append(s.security[sc.PolicyURI], sc.Mode)
+	}
+	if s.cfg.MinTokenLifetime <= 0 {
+		s.cfg.MinTokenLifetime = DefaultMinTokenLifetime
+	}
+	if s.cfg.MaxTokenLifetime <= 0 {
+		s.cfg.MaxTokenLifetime = DefaultMaxTokenLifetime
+	}
+	if s.cfg.MaxTokenLifetime < s.cfg.MinTokenLifetime {
+		return nil, errors.New("uasc: MaxTokenLifetime below MinTokenLifetime")
+	}
+	if s.cfg.IDs == nil {
+		s.cfg.IDs = NewIDAllocator()
+	}
+	if s.cfg.Budget == nil {
+		s.cfg.Budget = NewBudget(DefaultBudget)
+	}
+	if s.cfg.Now == nil {
+		s.cfg.Now = time.Now
+	}
+	return s, nil
+}
+
+// Serve accepts connections on ln until ctx ends or ln fails, runs the UACP handshake and
+// ServeConn on each in its own goroutine. It closes ln when ctx ends and waits for its
+// connections to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := uacp.Accept(ctx, nc, s.cfg.UACP)
+			if err != nil {
+				return
+			}
+			_ = s.ServeConn(ctx, c)
+		}()
+	}
+}
+
+// ServerChannel is one secure channel served by a Server.
+type ServerChannel struct {
+	channel
+	srv   *Server
+	token uint32 // last TokenId issued
+	// activeID is the TokenId the server sends with. After a renewal the server keeps
+	// sending with the old token until the client's first chunk under the new one (Part 6
+	// §6.7.6).
+	activeID uint32
+	done     chan struct{}
+}
+
+// ID returns the SecureChannelId.
+func (sc *ServerChannel) ID() uint32 { return sc.channelID }
+
+// TokenID returns the TokenId of the token the server currently sends with. Safe for
+// concurrent use.
+func (sc *ServerChannel) TokenID() uint32 {
+	sc.smu.Lock()
+	defer sc.smu.Unlock()
+	return sc.sendTok.id
+}
+
+// SecurityPolicyURI returns the channel's SecurityPolicy.
+func (sc *ServerChannel) SecurityPolicyURI() string { return sc.pol.Info().URI }
+
+// SecurityMode returns the channel's MessageSecurityMode.
+func (sc *ServerChannel) SecurityMode() ua.MessageSecurityMode { return sc.mode }
+
+// ClientCertificate returns the client's certificate, nil for None.
+func (sc *ServerChannel) ClientCertificate() *x509.Certificate { return sc.remoteCert }
+
+// ServeConn runs one secure channel over c until the client closes it, an error ends it or
+// ctx ends. The first chunk must be an OpenSecureChannel Issue request; every failure of a
+// security check is answered with an ERR message carrying its status before c is closed,
+// and returned. A CloseSecureChannel ends it with a nil error. c is closed on return.
+func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
+	sc := &ServerChannel{srv: s, done: make(chan struct{})}
+	sc.conn, sc.neg, sc.role, sc.now = c, c.Negotiated(), policy.Server, s.cfg.Now
+	sc.pool = uacp.DefaultPool
+	if s.cfg.UACP.Pool != nil {
+		sc.pool = s.cfg.UACP.Pool
+	}
+	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer func() {
+		stop()
+		close(sc.done)
+		sc.asm.reset()
+		sc.failSend(errClosed)
+		if sc.channelID != 0 {
+			s.cfg.IDs.Free(sc.channelID)
+		}
+		c.Close()
+	}()
+	err := sc.serve(ctx)
+	if err != nil && !isPeerGone(err) {
+		_ = c.SendError(statusOf(err), err.Error())
+	}
+	return err
+}
+
+// isPeerGone reports errors after which no ERR is sent: the connection is gone, the peer
+// sent ERR, or uacp already answered.
+func isPeerGone(err error) bool {
+	var ue *uacp.Error
+	var re *readError
+	return errors.As(err, &ue) || errors.As(err, &re)
+}
+
+// readError wraps a ReadChunk failure: uacp has already answered it.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+func (sc *ServerChannel) serve(ctx context.Context) error {
+	ch, err := sc.conn.ReadChunk()
+	if err != nil {
+		return &readError{err}
+	}
+	if ch.Header.Type != uacp.TypeOpen {
+		ch.Release()
+		return fmt.Errorf("uasc: %v before OpenSecureChannel: %w", ch.Header.Type, status.BadTcpSecureChannelUnknown)
+	}
+	err = sc.open(&ch)
+	ch.ReleaseZeroed()
+	if err != nil {
+		return err
+	}
+	for {
+		ch, err := sc.conn.ReadChunk()
+		if err != nil {
+			if statusOf(err) == status.BadConnectionClosed {
+				return nil
+			}
+			return &readError{err}
+		}
+		var closed bool
+		switch ch.Header.Type {
+		case uacp.TypeOpen:
+			err = sc.renew(&ch)
+		case uacp.TypeClose:
+			_, _, _, err = sc.openSym(ch.Bytes)
+			closed = err == nil
+		default:
+			err = sc.message(ctx, &ch)
+		}
+		ch.ReleaseZeroed()
+		if err != nil || closed {
+			return err
+		}
+	}
+}
+
+// open handles the first OPN (Part 6 §6.7.4, Part 4 §5.5.2).
+func (sc *ServerChannel) open(ch *uacp.Chunk) error {
+	b := ch.Bytes
+	h, hdrLen, err := parseAsymmetricHeader(b)
+	if err != nil {
+		return err
+	}
+	modes, ok := sc.srv.security[h.SecurityPolicyURI]
+	if !ok {
+		return fmt.Errorf("uasc: security policy %q: %w", h.SecurityPolicyURI, status.BadSecurityPolicyRejected)
+	}
+	sc.pol, _ = policy.Lookup(h.SecurityPolicyURI)
+	if err := sc.setupAsym(&h); err != nil {
+		return err
+	}
+	reqID, body, err := sc.openAsym(b, hdrLen)
+	if err != nil {
+		return err
+	}
+	req, err := decodeOPN(body)
+	if err != nil {
+		return err
+	}
+	if req.RequestType != ua.SecurityTokenRequestTypeIssue {
+		return fmt.Errorf("uasc: first OpenSecureChannel is %v: %w", req.RequestType, status.BadRequestTypeInvalid)
+	}
+	modeOK := false
+	for _, m := range modes {
+		modeOK = modeOK || m == req.SecurityMode
+	}
+	if !modeOK {
+		return fmt.Errorf("uasc: security mode %v with %s: %w", req.SecurityMode, sc.pol.Info().Name, status.BadSecurityModeRejected)
+	}
+	sc.mode = req.SecurityMode
+	sc.channelID = sc.srv.cfg.IDs.Allocate()
+	tok, resp, err := sc.issue(req)
+	if err != nil {
+		return err
+	}
+	sc.recvToks = append(sc.recvToks, tok)
+	sc.activeID = tok.id
+	sc.smu.Lock()
+	sc.sendTok = tok
+	sc.setSymmetricSizes(tok)
+	return sc.sendOPN(reqID, resp)
+}
+
+// setupAsym checks the sender certificate and receiver thumbprint of an OPN and prepares
+// the asymmetric algorithms.
+func (sc *ServerChannel) setupAsym(h *asymmetricHeader) error {
+	if sc.pol.Info().URI == policy.URINone {
+		sc.asym, _ = sc.pol.NewAsymmetric(nil, nil)
+		return nil
+	}
+	if err := policy.CheckReceiverThumbprint(h.ReceiverCertificateThumbprint, sc.srv.cert); err != nil {
+		return fmt.Errorf("uasc: ReceiverCertificateThumbprint: %w", err)
+	}
+	chain, err := parseChain(h.SenderCertificate)
+	if err != nil {
+		return err
+	}
+	if err := sc.srv.cfg.ValidateCertificate(chain); err != nil {
+		code := statusOf(err)
+		if code == status.BadCertificateUntrusted {
+			// Part 6 §6.7.6 (1.05): an untrusted certificate is reported as
+			// BadSecurityChecksFailed, so that a probe learns nothing about the trust list.
+			code = status.BadSecurityChecksFailed
+		}
+		return fmt.Errorf("uasc: client certificate refused: %w: %w", code, err)
+	}
+	asym, err := sc.pol.NewAsymmetric(sc.srv.cfg.Key, chain[0])
+	if err != nil {
+		return err
+	}
+	sc.asym, sc.remoteCert, sc.remoteRaw = asym, chain[0], h.SenderCertificate
+	sc.localCert = sc.srv.cfg.Certificate
+	return nil
+}
+
+// issue revises the lifetime, makes the server nonce, derives the keys of a new token and
+// builds the response.
+func (sc *ServerChannel) issue(req *ua.OpenSecureChannelRequest) (*token, *ua.OpenSecureChannelResponse, error) {
+	if err := policy.CheckNonce(sc.pol, req.ClientNonce); err != nil {
+		return nil, nil, fmt.Errorf("uasc: ClientNonce: %w", err)
+	}
+	lifetime := min(max(time.Duration(req.RequestedLifetime)*time.Millisecond, sc.srv.cfg.MinTokenLifetime), sc.srv.cfg.MaxTokenLifetime)
+	nonce, err := sc.pol.NewNonce(rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", err, status.BadInternalError)
+	}
+	send, recv, err := sc.pol.DeriveKeys(policy.Server, nonce, req.ClientNonce)
+	if err != nil {
+		return nil, nil, fmt.Errorf("uasc: deriving keys: %w", err)
+	}
+	sc.token++
+	if sc.token == 0 {
+		sc.token = 1
+	}
+	now := sc.now()
+	tok := &token{id: sc.token, send: send, recv: recv, created: now, lifetime: lifetime}
+	resp := &ua.OpenSecureChannelResponse{
+		ResponseHeader: ua.ResponseHeader{Timestamp: codec.DateTimeOf(now), RequestHandle: req.RequestHeader.RequestHandle},
+		SecurityToken: ua.ChannelSecurityToken{
+			ChannelId: sc.channelID, TokenId: tok.id, CreatedAt: codec.DateTimeOf(now),
+			RevisedLifetime: uint32(lifetime / time.Millisecond),
+		},
+		ServerNonce: nonce.Value,
+	}
+	if resp.ServerNonce == nil {
+		resp.ServerNonce = []byte{}
+	}
+	return tok, resp, nil
+}
+
+// sendOPN encodes and sends an OPN response; it is called with smu held and releases it.
+func (c *channel) sendOPN(requestID uint32, msg codec.Structure) error {
+	e := codec.NewEncoder(nil)
+	e.Message(msg)
+	if err := e.Err(); err != nil {
+		c.smu.Unlock()
+		return err
+	}
+	b, err := c.sealAsym(requestID, e.Bytes())
+	if err != nil {
+		c.smu.Unlock()
+		return err
+	}
+	return c.queueLocked(b)
+}
+
+func decodeOPN(body []byte) (*ua.OpenSecureChannelRequest, error) {
+	d := codec.NewDecoder(body)
+	m := d.Message()
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("uasc: decoding OpenSecureChannelRequest: %w", status.BadDecodingError)
+	}
+	req, ok := m.(*ua.OpenSecureChannelRequest)
+	if !ok {
+		return nil, fmt.Errorf("uasc: OPN carries %s: %w", m.TypeInfo().Name, status.BadDecodingError)
+	}
+	return req, nil
+}
+
+// renew handles an OPN Renew on an open channel (Part 6 §6.7.6).
+func (sc *ServerChannel) renew(ch *uacp.Chunk) error {
+	b := ch.Bytes
+	h, hdrLen, err := parseAsymmetricHeader(b)
+	if err != nil {
+		return err
+	}
+	if id := uint32(b[8]) | uint32(b[9])<<8 | uint32(b[10])<<16 | uint32(b[11])<<24; id != sc.channelID {
+		return fmt.Errorf("uasc: OPN for SecureChannelId %d: %w", id, status.BadTcpSecureChannelUnknown)
+	}
+	if h.SecurityPolicyURI != sc.pol.Info().URI {
+		return fmt.Errorf("uasc: renewal with policy %q: %w", h.SecurityPolicyURI, status.BadSecurityPolicyRejected)
+	}
+	if sc.asymmetric() {
+		if err := policy.CheckReceiverThumbprint(h.ReceiverCertificateThumbprint, sc.srv.cert); err != nil {
+			return fmt.Errorf("uasc: ReceiverCertificateThumbprint: %w", err)
+		}
+		if !bytes.Equal(h.SenderCertificate, sc.remoteRaw) {
+			return fmt.Errorf("uasc: renewal from another certificate: %w", status.BadSecurityChecksFailed)
+		}
+	}
+	reqID, body, err := sc.openAsym(b, hdrLen)
+	if err != nil {
+		return err
+	}
+	req, err := decodeOPN(body)
+	if err != nil {
+		return err
+	}
+	if req.RequestType != ua.SecurityTokenRequestTypeRenew {
+		return fmt.Errorf("uasc: OpenSecureChannel %v on an open channel: %w", req.RequestType, status.BadRequestTypeInvalid)
+	}
+	if req.SecurityMode != sc.mode {
+		return fmt.Errorf("uasc: renewal with mode %v: %w", req.SecurityMode, status.BadSecurityModeRejected)
+	}
+	tok, resp, err := sc.issue(req)
+	if err != nil {
+		return err
+	}
+	sc.pruneTokens()
+	sc.recvToks = append(sc.recvToks, tok)
+	sc.smu.Lock()
+	return sc.sendOPN(reqID, resp)
+}
+
+// message handles one MSG chunk.
+func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
+	reqID, body, tok, err := sc.openSym(ch.Bytes)
+	if err != nil {
+		return err
+	}
+	if tok.id > sc.activeID {
+		sc.activate(tok)
+	}
+	msg, done, aborted, err := sc.asm.add(ch.Header.ChunkType, reqID, body)
+	if err != nil || aborted || !done {
+		return err
+	}
+	d := codec.NewDecoderLimits(msg, codec.Limits{MaxMessageSize: len(msg) + 1})
+	m := d.Message()
+	sc.asm.reset()
+	if err := d.Err(); err != nil {
+		code := statusOf(err)
+		if code != status.BadServiceUnsupported {
+			code = status.BadDecodingError
+		}
+		return sc.fault(reqID, 0, code)
+	}
+	sc.srv.handler(ctx, Request{RequestID: reqID, Message: m, Channel: sc})
+	return nil
+}
+
+// activate makes a renewed token the send token once the client has used it (Part 6
+// §6.7.6), and forgets expired tokens.
+func (sc *ServerChannel) activate(tok *token) {
+	sc.activeID = tok.id
+	sc.smu.Lock()
+	sc.sendTok = tok
+	sc.smu.Unlock()
+	sc.pruneTokens()
+}
+
+// fault answers requestID with a ServiceFault.
+func (sc *ServerChannel) fault(requestID, handle uint32, code status.Code) error {
+	f := &ua.ServiceFault{ResponseHeader: ua.ResponseHeader{Timestamp: codec.Now(), RequestHandle: handle, ServiceResult: code}}
+	return sc.channel.sendMessage(uacp.TypeMessage, requestID, f)
+}
+
+func (sc *ServerChannel) respond(requestID uint32, msg codec.Structure) error {
+	err := sc.channel.sendMessage(uacp.TypeMessage, requestID, msg)
+	var tl *errTooLarge
+	if errors.As(err, &tl) {
+		return sc.fault(requestID, responseHandle(msg), status.BadResponseTooLarge)
+	}
+	return err
+}
+
+// responseHandle returns the RequestHandle of a response: the second field of the
+// ResponseHeader that every response starts with.
+func responseHandle(msg codec.Structure) uint32 {
+	e := codec.NewEncoder(make([]byte, 0, 64))
+	msg.EncodeBinary(e)
+	b := e.Bytes()
+	if len(b) < 12 {
+		return 0
+	}
+	return uint32(b[8]) | uint32(b[9])<<8 | uint32(b[10])<<16 | uint32(b[11])<<24
+}
