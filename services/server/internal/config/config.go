@@ -1,0 +1,305 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"uastack.dev/pkg/transport/policy"
+)
+
+// Config is every setting of the server. A Config from [Load] or [Default]
+// is a value the caller owns; it is not safe for concurrent modification.
+// The koanf tags are the keys of the YAML file (see the package doc).
+type Config struct {
+	Application     Application     `koanf:"application"`
+	Endpoint        Endpoint        `koanf:"endpoint"`
+	Security        Security        `koanf:"security"`
+	Limits          Limits          `koanf:"limits"`
+	OperationLimits OperationLimits `koanf:"operationLimits"`
+	Encoding        Encoding        `koanf:"encoding"`
+	AddressSpace    AddressSpace    `koanf:"addressSpace"`
+	Discovery       Discovery       `koanf:"discovery"`
+	Observability   Observability   `koanf:"observability"`
+}
+
+// Application is the ApplicationDescription of the server (Part 4 §7.2) and
+// the identity written into its application certificate (Part 6 §6.2.2).
+type Application struct {
+	// ApplicationURI must match the URI in the application certificate.
+	// Default: urn:<hostname>:uastack:server.
+	ApplicationURI string `koanf:"applicationUri"`
+	// ApplicationName is the human-readable name. Default: "uastack server".
+	ApplicationName string `koanf:"applicationName"`
+	// ProductURI names the product. Default: urn:uastack.dev:server.
+	ProductURI string `koanf:"productUri"`
+}
+
+// Endpoint is where the server listens and what it tells clients.
+type Endpoint struct {
+	// EndpointURL is advertised in GetEndpoints and CreateSession.
+	// Default: opc.tcp://<hostname>:4840.
+	EndpointURL string `koanf:"endpointUrl"`
+	// ListenAddress is the TCP address the listener binds. Default: ":4840"
+	// (every interface).
+	ListenAddress string `koanf:"listenAddress"`
+	// Hostnames are the DNS names (and IP addresses) written into the
+	// application certificate's subjectAltName. Default: [<hostname>].
+	Hostnames []string `koanf:"hostnames"`
+}
+
+// Security is the PKI, the channel security and the user authentication.
+type Security struct {
+	// PKIDir holds the certificate stores own/, trusted/, issuer/ and
+	// rejected/, each with certs/ and crl/. Default: uastack/pki under
+	// os.UserConfigDir() ($XDG_CONFIG_HOME or ~/.config on Linux,
+	// ~/Library/Application Support on macOS, %AppData% on Windows); "pki"
+	// in the working directory when that is unknown.
+	PKIDir string `koanf:"pkiDir"`
+	// AutoAcceptUntrusted trusts every client certificate that is not in
+	// the trusted store. Default false; true logs a warning.
+	AutoAcceptUntrusted bool `koanf:"autoAcceptUntrusted"`
+	// SecurityPolicies are the endpoints offered, one per policy and mode.
+	SecurityPolicies []SecurityPolicy `koanf:"securityPolicies"`
+	// UserTokenPolicies are the identity tokens accepted in ActivateSession.
+	UserTokenPolicies []UserTokenPolicy `koanf:"userTokenPolicies"`
+	// Users may log in with a UserNameIdentityToken.
+	Users []User `koanf:"users"`
+	// MaxFailedAuthenticationAttempts is the number of failed
+	// ActivateSession attempts per client certificate (or per remote
+	// address on None) within FailedAuthenticationWindow that locks the
+	// client out for FailedAuthenticationLockout. Default 5; 0 disables the
+	// lockout (and logs a warning).
+	MaxFailedAuthenticationAttempts int           `koanf:"maxFailedAuthenticationAttempts"`
+	FailedAuthenticationWindow      time.Duration `koanf:"failedAuthenticationWindow"`  // default 1m
+	FailedAuthenticationLockout     time.Duration `koanf:"failedAuthenticationLockout"` // default 5m
+}
+
+// SecurityPolicy is one SecurityPolicy with the MessageSecurityModes offered
+// for it (Part 4 §7.15, Part 7 §6.6).
+type SecurityPolicy struct {
+	// Policy is the policy URI or its short name (the URI fragment, e.g.
+	// "Basic256Sha256"). [Load] replaces a short name by the URI.
+	Policy string `koanf:"policy"`
+	// Modes are "None" (only with Policy None), "Sign" and "SignAndEncrypt".
+	Modes []string `koanf:"modes"`
+}
+
+// Message security modes (Part 4 §7.20).
+const (
+	ModeNone           = "None"
+	ModeSign           = "Sign"
+	ModeSignAndEncrypt = "SignAndEncrypt"
+)
+
+// UserTokenPolicy is one accepted identity token type (Part 4 §7.42).
+type UserTokenPolicy struct {
+	// Type is "anonymous", "username" or "certificate".
+	Type string `koanf:"type"`
+	// SecurityPolicy, when set, protects the token itself (the encrypted
+	// password, the token signature) with this policy, independent of the
+	// channel's policy; URI or short name. Empty means the channel's policy.
+	SecurityPolicy string `koanf:"securityPolicy"`
+}
+
+// User token types.
+const (
+	TokenAnonymous   = "anonymous"
+	TokenUsername    = "username"
+	TokenCertificate = "certificate"
+)
+
+// User is an account for UserNameIdentityToken logins. Only a password hash
+// is stored: bcrypt ($2a$/$2b$/$2y$) or argon2id in PHC form
+// ($argon2id$v=19$m=...,t=...,p=...$salt$hash). Make one with [HashPassword].
+type User struct {
+	Name         string `koanf:"name"`
+	PasswordHash string `koanf:"passwordHash"`
+}
+
+// Limits size a single node (the .NET stack's ServerConfiguration names).
+type Limits struct {
+	MaxSessionCount       int `koanf:"maxSessionCount"`       // default 100
+	MaxChannelCount       int `koanf:"maxChannelCount"`       // default 1000
+	MaxRequestThreadCount int `koanf:"maxRequestThreadCount"` // default 100
+	MinRequestThreadCount int `koanf:"minRequestThreadCount"` // default 10
+	MaxQueuedRequestCount int `koanf:"maxQueuedRequestCount"` // default 200
+	// DecoupleHeldPublishRequests releases a request worker while a Publish
+	// waits for notifications. Default true.
+	DecoupleHeldPublishRequests bool `koanf:"decoupleHeldPublishRequests"`
+	MaxSubscriptionCount        int  `koanf:"maxSubscriptionCount"`   // default 1000
+	MaxPublishRequestCount      int  `koanf:"maxPublishRequestCount"` // per session; default 20
+	// MaxMonitoredItemCount caps monitored items in the server and
+	// MaxMonitoredItemsPerSubscription in one subscription; 0 is no limit
+	// (logged as a warning). Defaults 100000 and 10000.
+	MaxMonitoredItemCount            int `koanf:"maxMonitoredItemCount"`
+	MaxMonitoredItemsPerSubscription int `koanf:"maxMonitoredItemsPerSubscription"`
+	MaxBrowseContinuationPoints      int `koanf:"maxBrowseContinuationPoints"` // per session; default 10
+	// Session timeouts the server revises a client's request into
+	// (Part 4 §5.6.2). Defaults 10s and 1h.
+	MinSessionTimeout time.Duration `koanf:"minSessionTimeout"`
+	MaxSessionTimeout time.Duration `koanf:"maxSessionTimeout"`
+	// SecurityToken lifetimes the server revises a client's request into
+	// (Part 4 §5.5.2). Defaults 10s and 1h.
+	MinTokenLifetime time.Duration `koanf:"minTokenLifetime"`
+	MaxTokenLifetime time.Duration `koanf:"maxTokenLifetime"`
+}
+
+// OperationLimits are published in ServerCapabilities.OperationLimits
+// (Part 5 §6.3.11) and enforced per request. Every default is 2500.
+type OperationLimits struct {
+	MaxNodesPerRead                          int `koanf:"maxNodesPerRead"`
+	MaxNodesPerWrite                         int `koanf:"maxNodesPerWrite"`
+	MaxNodesPerBrowse                        int `koanf:"maxNodesPerBrowse"`
+	MaxNodesPerMethodCall                    int `koanf:"maxNodesPerMethodCall"`
+	MaxNodesPerTranslateBrowsePathsToNodeIds int `koanf:"maxNodesPerTranslateBrowsePathsToNodeIds"`
+	MaxNodesPerRegisterNodes                 int `koanf:"maxNodesPerRegisterNodes"`
+	MaxMonitoredItemsPerCall                 int `koanf:"maxMonitoredItemsPerCall"`
+}
+
+// Encoding bounds what the decoder and the transport accept (Part 6 §5.2.2,
+// §7.1.2.3). They are checked before anything is allocated.
+type Encoding struct {
+	MaxStringLength     int `koanf:"maxStringLength"`     // bytes; default 1 MiB
+	MaxByteStringLength int `koanf:"maxByteStringLength"` // bytes; default 16 MiB
+	MaxArrayLength      int `koanf:"maxArrayLength"`      // elements; default 1048576
+	MaxMessageSize      int `koanf:"maxMessageSize"`      // bytes; default 16 MiB
+	MaxChunkCount       int `koanf:"maxChunkCount"`       // default 1024
+	ReceiveBufferSize   int `koanf:"receiveBufferSize"`   // bytes, at least 8192; default 65535
+	SendBufferSize      int `koanf:"sendBufferSize"`      // bytes, at least 8192; default 65535
+}
+
+// AddressSpace selects the node managers.
+type AddressSpace struct {
+	// DemoNamespace mounts the built-in demo node manager. Default true.
+	DemoNamespace bool `koanf:"demoNamespace"`
+	// NodeManagers are mounted in order; names and namespace URIs are
+	// unique.
+	NodeManagers []NodeManager `koanf:"nodeManagers"`
+}
+
+// NodeManager is one node manager to mount.
+type NodeManager struct {
+	Name string `koanf:"name"`
+	// Type is "builtin" (compiled in, chosen by Name), "wasm" (a module at
+	// Path) or "plugin" (an out-of-process plugin at Path).
+	Type         string         `koanf:"type"`
+	NamespaceURI string         `koanf:"namespaceUri"`
+	Path         string         `koanf:"path"`
+	Options      map[string]any `koanf:"options"`
+}
+
+// Node manager types.
+const (
+	NodeManagerBuiltin = "builtin"
+	NodeManagerWasm    = "wasm"
+	NodeManagerPlugin  = "plugin"
+)
+
+// Discovery is registration with a discovery server (Part 12 §6.3).
+type Discovery struct {
+	// DiscoveryURL of the LDS to register with; empty disables
+	// registration (the default).
+	DiscoveryURL     string        `koanf:"discoveryUrl"`
+	RegisterInterval time.Duration `koanf:"registerInterval"` // default 30s
+}
+
+// Observability is logging, metrics and the OPC UA diagnostics nodes.
+type Observability struct {
+	// DiagnosticsEnabled maintains the ServerDiagnostics, session and
+	// subscription diagnostics nodes. Default true.
+	DiagnosticsEnabled bool `koanf:"diagnosticsEnabled"`
+	// MetricsAddr is the HTTP address of the Prometheus endpoint; empty
+	// disables it (the default).
+	MetricsAddr string `koanf:"metricsAddr"`
+	LogLevel    string `koanf:"logLevel"`  // debug, info (default), warn, error
+	LogFormat   string `koanf:"logFormat"` // text (default) or json
+}
+
+// Default returns the built-in defaults. They are valid: Default().Validate()
+// is nil. The host name comes from os.Hostname ("localhost" when unknown).
+func Default() *Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return &Config{
+		Application: Application{
+			ApplicationURI:  "urn:" + host + ":uastack:server",
+			ApplicationName: "uastack server",
+			ProductURI:      "urn:uastack.dev:server",
+		},
+		Endpoint: Endpoint{
+			EndpointURL:   "opc.tcp://" + host + ":4840",
+			ListenAddress: ":4840",
+			Hostnames:     []string{host},
+		},
+		Security: Security{
+			PKIDir: defaultPKIDir(),
+			SecurityPolicies: []SecurityPolicy{
+				{Policy: policy.URINone, Modes: []string{ModeNone}},
+				{Policy: policy.URIBasic256Sha256, Modes: []string{ModeSign, ModeSignAndEncrypt}},
+				{Policy: policy.URIAes256Sha256RsaPss, Modes: []string{ModeSign, ModeSignAndEncrypt}},
+			},
+			UserTokenPolicies: []UserTokenPolicy{
+				{Type: TokenAnonymous},
+				// The password is encrypted with Basic256Sha256 even on a None channel.
+				{Type: TokenUsername, SecurityPolicy: policy.URIBasic256Sha256},
+				{Type: TokenCertificate},
+			},
+			MaxFailedAuthenticationAttempts: 5,
+			FailedAuthenticationWindow:      time.Minute,
+			FailedAuthenticationLockout:     5 * time.Minute,
+		},
+		Limits: Limits{
+			MaxSessionCount:                  100,
+			MaxChannelCount:                  1000,
+			MaxRequestThreadCount:            100,
+			MinRequestThreadCount:            10,
+			MaxQueuedRequestCount:            200,
+			DecoupleHeldPublishRequests:      true,
+			MaxSubscriptionCount:             1000,
+			MaxPublishRequestCount:           20,
+			MaxMonitoredItemCount:            100000,
+			MaxMonitoredItemsPerSubscription: 10000,
+			MaxBrowseContinuationPoints:      10,
+			MinSessionTimeout:                10 * time.Second,
+			MaxSessionTimeout:                time.Hour,
+			MinTokenLifetime:                 10 * time.Second,
+			MaxTokenLifetime:                 time.Hour,
+		},
+		OperationLimits: OperationLimits{
+			MaxNodesPerRead:                          2500,
+			MaxNodesPerWrite:                         2500,
+			MaxNodesPerBrowse:                        2500,
+			MaxNodesPerMethodCall:                    2500,
+			MaxNodesPerTranslateBrowsePathsToNodeIds: 2500,
+			MaxNodesPerRegisterNodes:                 2500,
+			MaxMonitoredItemsPerCall:                 2500,
+		},
+		Encoding: Encoding{
+			MaxStringLength:     1 << 20,
+			MaxByteStringLength: 16 << 20,
+			MaxArrayLength:      1 << 20,
+			MaxMessageSize:      16 << 20,
+			MaxChunkCount:       1024,
+			ReceiveBufferSize:   65535,
+			SendBufferSize:      65535,
+		},
+		AddressSpace: AddressSpace{DemoNamespace: true},
+		Discovery:    Discovery{RegisterInterval: 30 * time.Second},
+		Observability: Observability{
+			DiagnosticsEnabled: true,
+			LogLevel:           "info",
+			LogFormat:          "text",
+		},
+	}
+}
+
+func defaultPKIDir() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "pki"
+	}
+	return filepath.Join(dir, "uastack", "pki")
+}
