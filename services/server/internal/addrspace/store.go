@@ -1,0 +1,341 @@
+// Package addrspace is the server's in-memory address space: namespace 0 served straight
+// from the generated tables of pkg/ua/ns0, plus nodes, references and values that the
+// server or an in-process namespace (the demo namespace) adds at run time. It answers
+// Read (Part 4 §5.10.2), Write (§5.10.4), Browse (§5.9.2) and TranslateBrowsePathsToNodeIds
+// (§5.9.4) as a nodemgr.Manager.
+//
+// Start-up copies nothing: a node of namespace 0 is looked up in the static tables on
+// each access, and only values the server sets or that a client reads are kept in the
+// overlay maps of a Space.
+package addrspace
+
+import (
+	"fmt"
+	"sync"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/ns0"
+)
+
+// Reference is one reference of a node added at run time, as seen from that node.
+type Reference struct {
+	ReferenceTypeId codec.NodeId
+	TargetId        codec.NodeId
+	IsForward       bool
+}
+
+// Node holds the attributes of a node added at run time (Part 3 §5). Attributes a
+// NodeClass does not have are ignored. Value is the initial Value of a Variable or
+// VariableType.
+type Node struct {
+	NodeId                  codec.NodeId
+	NodeClass               ua.NodeClass
+	BrowseName              codec.QualifiedName
+	DisplayName             codec.LocalizedText
+	Description             codec.LocalizedText
+	WriteMask               uint32
+	IsAbstract              bool
+	Symmetric               bool
+	InverseName             codec.LocalizedText
+	ContainsNoLoops         bool
+	EventNotifier           uint8
+	DataType                codec.NodeId
+	ValueRank               int32
+	ArrayDimensions         []uint32
+	AccessLevel             uint8
+	MinimumSamplingInterval float64
+	Historizing             bool
+	Executable              bool
+	AccessRestrictions      uint16
+	Value                   codec.Variant
+	// References are the node's references; AddNode also records each one, inverted,
+	// on its target.
+	References []Reference
+}
+
+// Space is an address space: namespace 0 from the static tables plus an overlay of
+// run-time nodes, references and values. All methods are safe for concurrent use.
+//
+// Values are immutable once stored: a write replaces the stored Variant and never
+// modifies an array in place, so a reader may share an array with the store.
+type Space struct {
+	uris []string
+
+	mu sync.RWMutex // guards nodes, refs, values, sources, onChange
+	// nodes holds the nodes added at run time, by NodeId.
+	nodes map[codec.NodeId]*Node
+	// refs holds references added at run time, by the node they belong to; for a node of
+	// namespace 0 they come after its table references.
+	refs map[codec.NodeId][]Reference
+	// values holds the current Value of every Variable whose value was set or read.
+	values map[codec.NodeId]*codec.DataValue
+	// sources compute the Value of Variables that change on every read.
+	sources map[codec.NodeId]ValueFunc
+	// onChange are called after a Value changes.
+	onChange []func(codec.NodeId, *codec.DataValue)
+
+	// start is the SourceTimestamp of values taken from the nodeset.
+	start codec.DateTime
+}
+
+// New returns a Space serving namespace 0 and, by name, the namespaces in uris (whose
+// nodes are added with AddNode). It copies nothing from the namespace 0 tables.
+func New(uris ...string) *Space {
+	return &Space{
+		uris:    uris,
+		nodes:   make(map[codec.NodeId]*Node),
+		refs:    make(map[codec.NodeId][]Reference),
+		values:  make(map[codec.NodeId]*codec.DataValue),
+		sources: make(map[codec.NodeId]ValueFunc),
+		start:   codec.Now(),
+	}
+}
+
+// NewNamespace0 returns a Space that serves namespace 0 (http://opcfoundation.org/UA/).
+func NewNamespace0() *Space { return New(NamespaceURI0) }
+
+// NamespaceURI0 is the URI of namespace 0.
+const NamespaceURI0 = "http://opcfoundation.org/UA/"
+
+// Namespaces returns the namespace URIs given to New.
+func (s *Space) Namespaces() []string { return s.uris }
+
+// OnChange registers fn to be called after each change of a Value through Write or
+// SetValue, with the node and the new DataValue. fn runs on the writer's goroutine after
+// the store's lock is released; it must not modify dv and must not block.
+func (s *Space) OnChange(fn func(id codec.NodeId, dv *codec.DataValue)) {
+	s.mu.Lock()
+	s.onChange = append(s.onChange, fn)
+	s.mu.Unlock()
+}
+
+// AddNode adds n and its references (each also recorded inverted on its target). It
+// fails if a node with the same NodeId exists.
+func (s *Space) AddNode(n Node) error {
+	if n.NodeId.IsNull() {
+		return fmt.Errorf("addrspace: AddNode: null NodeId")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.lookupLocked(n.NodeId); ok {
+		return fmt.Errorf("addrspace: AddNode: %v exists", n.NodeId)
+	}
+	nn := n
+	nn.References = nil
+	s.nodes[n.NodeId] = &nn
+	for _, r := range n.References {
+		s.refs[n.NodeId] = append(s.refs[n.NodeId], r)
+		s.refs[r.TargetId] = append(s.refs[r.TargetId], Reference{
+			ReferenceTypeId: r.ReferenceTypeId, TargetId: n.NodeId, IsForward: !r.IsForward,
+		})
+	}
+	if n.NodeClass == ua.NodeClassVariable || n.NodeClass == ua.NodeClassVariableType {
+		s.values[n.NodeId] = &codec.DataValue{Value: n.Value, SourceTimestamp: s.start, ServerTimestamp: s.start}
+	}
+	return nil
+}
+
+// SetValue sets the Value of a Variable, bypassing AccessLevel and type checks: it is how
+// the server updates nodes it owns (ServerStatus, NamespaceArray, ...). A zero
+// SourceTimestamp or ServerTimestamp is set to now. It returns false for an unknown
+// node, one that is not a Variable or VariableType, or one with a ValueFunc.
+func (s *Space) SetValue(id codec.NodeId, dv codec.DataValue) bool {
+	now := codec.Now()
+	if dv.SourceTimestamp == 0 {
+		dv.SourceTimestamp = now
+	}
+	if dv.ServerTimestamp == 0 {
+		dv.ServerTimestamp = now
+	}
+	s.mu.Lock()
+	v, ok := s.lookupLocked(id)
+	if !ok || (v.class() != ua.NodeClassVariable && v.class() != ua.NodeClassVariableType) || s.sources[id] != nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.storeLocked(id, &dv)
+	fns := s.onChange
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(id, &dv)
+	}
+	return true
+}
+
+// ValueFunc computes the Value of a Variable at read time, e.g. Server_ServerStatus_CurrentTime.
+// now is the time of the Read. It runs while the Space is locked for reading: it must be
+// fast, must not block and must not call the Space.
+type ValueFunc func(now codec.DateTime) codec.DataValue
+
+// SetValueFunc makes fn the source of the Value of a Variable, replacing a stored value;
+// Write is refused with BadNotWritable from then on. It returns false for an unknown node
+// or one that is not a Variable. Changes of such values are not reported to OnChange;
+// monitored items sample them.
+func (s *Space) SetValueFunc(id codec.NodeId, fn ValueFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.lookupLocked(id)
+	if !ok || v.class() != ua.NodeClassVariable {
+		return false
+	}
+	s.sources[id] = fn
+	delete(s.values, id)
+	return true
+}
+
+// AddReference adds a reference from source to r.TargetId, and its inverse on the target.
+// Either end may be a node of namespace 0, a node added with AddNode, or (for the
+// target) a node of another manager.
+func (s *Space) AddReference(source codec.NodeId, r Reference) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.lookupLocked(source); !ok {
+		return fmt.Errorf("addrspace: AddReference: unknown source %v", source)
+	}
+	if rt, ok := s.lookupLocked(r.ReferenceTypeId); !ok || rt.class() != ua.NodeClassReferenceType {
+		return fmt.Errorf("addrspace: AddReference: %v is not a ReferenceType", r.ReferenceTypeId)
+	}
+	s.refs[source] = append(s.refs[source], r)
+	s.refs[r.TargetId] = append(s.refs[r.TargetId], Reference{
+		ReferenceTypeId: r.ReferenceTypeId, TargetId: source, IsForward: !r.IsForward,
+	})
+	return nil
+}
+
+// storeLocked stores a copy of dv as the value of id; s.mu must be held for writing.
+func (s *Space) storeLocked(id codec.NodeId, dv *codec.DataValue) {
+	if p := s.values[id]; p != nil {
+		*p = *dv
+		return
+	}
+	p := new(codec.DataValue)
+	*p = *dv
+	s.values[id] = p
+}
+
+// view is a node of either source: a run-time Node or a namespace 0 table record.
+type view struct {
+	n   *Node
+	tab ns0.Node
+}
+
+func (v view) class() ua.NodeClass {
+	if v.n != nil {
+		return v.n.NodeClass
+	}
+	return v.tab.NodeClass()
+}
+
+func (v view) browseName() codec.QualifiedName {
+	if v.n != nil {
+		return v.n.BrowseName
+	}
+	return v.tab.BrowseName()
+}
+
+func (v view) displayName() codec.LocalizedText {
+	if v.n != nil {
+		return v.n.DisplayName
+	}
+	return v.tab.DisplayName()
+}
+
+func (v view) accessLevel() uint8 {
+	if v.n != nil {
+		return v.n.AccessLevel
+	}
+	return v.tab.AccessLevel()
+}
+
+func (v view) dataType() codec.NodeId {
+	if v.n != nil {
+		return v.n.DataType
+	}
+	if d := v.tab.DataType(); d != 0 {
+		return codec.NewNumericNodeId(0, d)
+	}
+	return codec.NodeId{}
+}
+
+func (v view) valueRank() int32 {
+	if v.n != nil {
+		return v.n.ValueRank
+	}
+	return v.tab.ValueRank()
+}
+
+// lookupLocked finds id among the run-time nodes, then in namespace 0; s.mu must be held.
+func (s *Space) lookupLocked(id codec.NodeId) (view, bool) {
+	if n, ok := s.nodes[id]; ok {
+		return view{n: n}, true
+	}
+	if id.Namespace() == 0 && id.Type() == codec.IDNumeric {
+		if t, ok := ns0.Lookup(id.IntID()); ok {
+			return view{tab: t}, true
+		}
+	}
+	return view{}, false
+}
+
+// eachRef calls fn for each reference of the node v (id), table references first; it
+// stops when fn returns false. s.mu must be held.
+func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) {
+	if v.n == nil {
+		for _, r := range v.tab.References() {
+			if !fn(Reference{
+				ReferenceTypeId: codec.NewNumericNodeId(0, r.ReferenceTypeId),
+				TargetId:        codec.NewNumericNodeId(0, r.TargetId),
+				IsForward:       r.IsForward,
+			}) {
+				return
+			}
+		}
+	}
+	for _, r := range s.refs[id] {
+		if !fn(r) {
+			return
+		}
+	}
+}
+
+// hasSubtype is the HasSubtype ReferenceType.
+var hasSubtype = codec.NewNumericNodeId(0, 45)
+
+// superTypeLocked returns the supertype of the type id (the source of its inverse
+// HasSubtype reference). s.mu must be held.
+func (s *Space) superTypeLocked(id codec.NodeId) (codec.NodeId, bool) {
+	if id.Namespace() == 0 && id.Type() == codec.IDNumeric {
+		if t, ok := ns0.Lookup(id.IntID()); ok {
+			for _, r := range t.References() {
+				if r.ReferenceTypeId == 45 && !r.IsForward {
+					return codec.NewNumericNodeId(0, r.TargetId), true
+				}
+			}
+		}
+	}
+	for _, r := range s.refs[id] {
+		if r.ReferenceTypeId == hasSubtype && !r.IsForward {
+			return r.TargetId, true
+		}
+	}
+	return codec.NodeId{}, false
+}
+
+// maxTypeDepth bounds walks up the type hierarchy against loops in added nodes.
+const maxTypeDepth = 64
+
+// isSubtypeLocked reports whether typ is super or a subtype of it. s.mu must be held.
+func (s *Space) isSubtypeLocked(typ, super codec.NodeId) bool {
+	for range maxTypeDepth {
+		if typ == super {
+			return true
+		}
+		p, ok := s.superTypeLocked(typ)
+		if !ok {
+			return false
+		}
+		typ = p
+	}
+	return false
+}
