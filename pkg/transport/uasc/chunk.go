@@ -1,10 +1,10 @@
 package uasc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
-	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/ua/status"
 )
@@ -56,28 +56,61 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// maxAsymHeaderField bounds each field of an asymmetric header; a certificate chain larger
-// than a receive buffer cannot arrive anyway.
-const maxAsymHeaderField = uacp.MaxBufferSize
+// Limits of the asymmetric security header fields (Part 6 §6.7.2.3, Table 54). The
+// SecurityPolicyUri "shall not exceed 255 bytes"; the certificate chain and the thumbprint
+// are bounded by the largest receive buffer, since a field larger than a chunk cannot arrive.
+const (
+	maxSecurityPolicyURILen = 255
+	maxAsymHeaderField      = uacp.MaxBufferSize
+)
+
+// errAsymmetricHeader is the error of a malformed asymmetric security header.
+var errAsymmetricHeader = fmt.Errorf("uasc: asymmetric security header: %w", status.BadDecodingError)
 
 // parseAsymmetricHeader reads the asymmetric security header that starts at
-// b[channelHeaderLen:] and returns it with the offset just after it. Malformed headers are
-// BadDecodingError.
+// b[channelHeaderLen:] and returns it with the offset just after it. Malformed headers (a
+// b shorter than the channel header, a length past the end or over its limit, a negative
+// length other than -1) are BadDecodingError. A null SecurityPolicyUri reads as "", like an
+// empty one (Table 54 allows both for "not specified"); null byte strings read as nil and
+// empty ones as non-nil empty slices, so that appendAsymmetricHeader writes them back as
+// they came. The byte strings are copies: b may be released afterwards.
 func parseAsymmetricHeader(b []byte) (asymmetricHeader, int, error) {
-	d := codec.NewDecoderLimits(b[channelHeaderLen:], codec.Limits{
-		MaxStringLength:     maxAsymHeaderField,
-		MaxByteStringLength: maxAsymHeaderField,
-		MaxMessageSize:      maxAsymHeaderField,
-	})
-	h := asymmetricHeader{
-		SecurityPolicyURI:             d.String(),
-		SenderCertificate:             d.ByteString(),
-		ReceiverCertificateThumbprint: d.ByteString(),
+	var h asymmetricHeader
+	if len(b) < channelHeaderLen {
+		return h, 0, errAsymmetricHeader
 	}
-	if err := d.Err(); err != nil {
-		return h, 0, fmt.Errorf("uasc: asymmetric security header: %w", status.BadDecodingError)
+	uri, pos, ok := asymmetricField(b, channelHeaderLen, maxSecurityPolicyURILen)
+	if !ok {
+		return h, 0, errAsymmetricHeader
 	}
-	return h, channelHeaderLen + d.Pos(), nil
+	h.SecurityPolicyURI = string(uri)
+	if h.SenderCertificate, pos, ok = asymmetricField(b, pos, maxAsymHeaderField); !ok {
+		return h, 0, errAsymmetricHeader
+	}
+	if h.ReceiverCertificateThumbprint, pos, ok = asymmetricField(b, pos, maxAsymHeaderField); !ok {
+		return h, 0, errAsymmetricHeader
+	}
+	// bytes.Clone keeps nil and empty apart.
+	h.SenderCertificate = bytes.Clone(h.SenderCertificate)
+	h.ReceiverCertificateThumbprint = bytes.Clone(h.ReceiverCertificateThumbprint)
+	return h, pos, nil
+}
+
+// asymmetricField reads the Int32 length and the bytes of one header field at b[pos:] and
+// returns them (aliasing b; nil for a null field) with the offset after them.
+func asymmetricField(b []byte, pos, limit int) ([]byte, int, bool) {
+	if len(b)-pos < 4 {
+		return nil, 0, false
+	}
+	n := int32(binary.LittleEndian.Uint32(b[pos:]))
+	pos += 4
+	switch {
+	case n == -1:
+		return nil, pos, true
+	case n < 0 || int(n) > limit || int(n) > len(b)-pos:
+		return nil, 0, false
+	}
+	return b[pos : pos+int(n) : pos+int(n)], pos + int(n), true
 }
 
 // putHeader writes the message header and SecureChannelId into b.

@@ -8,8 +8,9 @@
 // (Part 6 §6.7.6) and ends the channel with CloseSecureChannel (CLO).
 //
 // Server is the server role: NewServer checks a ServerConfig once, Server.ServeConn runs one
-// channel over an accepted uacp.Conn and hands every complete request to a Handler. Dial is
-// the client role and returns a ClientChannel.
+// channel over an accepted uacp.Conn and hands every complete request to a Handler, and
+// Server.Revalidate closes the channels whose client certificate a changed trust list no
+// longer accepts. Dial is the client role and returns a ClientChannel.
 //
 // Chunks are built and checked in place: a message is encoded straight after the space
 // reserved for its headers in a buffer from the connection's uacp.Pool, then padded, signed

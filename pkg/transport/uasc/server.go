@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -118,12 +119,22 @@ type Request struct {
 func (r Request) Respond(msg codec.Structure) error { return r.Channel.respond(r.RequestID, msg) }
 
 // Server is the server role of the secure channel: it holds the checked configuration, the
-// SecureChannelId allocator and the reassembly budget its channels share.
+// SecureChannelId allocator and the reassembly budget its channels share, and the set of
+// live channels that Revalidate re-checks.
 type Server struct {
 	cfg      ServerConfig
 	cert     *x509.Certificate
 	handler  Handler
 	security map[string][]ua.MessageSecurityMode
+
+	mu sync.Mutex // guards live, trustGen
+	// live holds the open channels with a client certificate, for Revalidate. A channel is
+	// added once its certificate passed ValidateCertificate and removed when it ends; the
+	// message path never touches it.
+	live map[*ServerChannel]struct{}
+	// trustGen counts Revalidate calls, so that a channel validated before one but
+	// registered after it is validated again (see track).
+	trustGen uint64
 }
 
 // NewServer checks cfg and returns a Server that hands requests to h.
@@ -134,7 +145,7 @@ func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
 	if h == nil {
 		return nil, errors.New("uasc: nil Handler")
 	}
-	s := &Server{cfg: cfg, handler: h, security: make(map[string][]ua.MessageSecurityMode)}
+	s := &Server{cfg: cfg, handler: h, security: make(map[string][]ua.MessageSecurityMode), live: make(map[*ServerChannel]struct{})}
 	for _, sc := range cfg.Security {
 		p, ok := policy.Lookup(sc.PolicyURI)
 		if !ok {
@@ -220,6 +231,15 @@ type ServerChannel struct {
 	// §6.7.6).
 	activeID uint32
 	done     chan struct{}
+	// chain is the client certificate chain (leaf first) that passed validation; nil for
+	// None. It is set before the channel is tracked and not changed after.
+	chain []*x509.Certificate
+	// dropped is set by Revalidate before it sends the ERR: the reading goroutine then
+	// hands no further request to the Handler. dropErr and dropDone are written before it
+	// under smu and not changed after.
+	dropped  atomic.Bool
+	dropErr  error
+	dropDone chan struct{} // closed once the ERR is written and the connection closed
 }
 
 // ID returns the SecureChannelId.
@@ -260,12 +280,18 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 		close(sc.done)
 		sc.asm.reset()
 		sc.failSend(errClosed)
+		s.untrack(sc)
 		if sc.channelID != 0 {
 			s.cfg.IDs.Free(sc.channelID)
 		}
 		c.Close()
 	}()
 	err := sc.serve(ctx)
+	if sc.dropped.Load() {
+		// Revalidate sends the ERR and closes c; whatever the read loop saw is a consequence.
+		<-sc.dropDone
+		return sc.dropErr
+	}
 	if err != nil && !isPeerGone(err) {
 		_ = c.SendError(statusOf(err), err.Error())
 	}
@@ -307,6 +333,12 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 				return nil
 			}
 			return &readError{err}
+		}
+		if sc.dropped.Load() {
+			// Revalidate ended the channel while this chunk was on its way: the peer is no
+			// longer trusted, so nothing more of its is processed.
+			ch.ReleaseZeroed()
+			return nil
 		}
 		var closed bool
 		switch ch.Header.Type {
@@ -386,14 +418,16 @@ func (sc *ServerChannel) setupAsym(h *asymmetricHeader) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.srv.cfg.ValidateCertificate(chain); err != nil {
-		code := statusOf(err)
-		if code == status.BadCertificateUntrusted {
-			// Part 6 §6.7.6 (1.05): an untrusted certificate is reported as
-			// BadSecurityChecksFailed, so that a probe learns nothing about the trust list.
-			code = status.BadSecurityChecksFailed
+	// Validate, then track the channel for Revalidate. A Revalidate between the two would
+	// miss the channel, so track refuses when one happened and the chain is validated again
+	// against the new trust list.
+	sc.chain = chain
+	for tracked := false; !tracked; {
+		gen := sc.srv.generation()
+		if err := sc.srv.cfg.ValidateCertificate(chain); err != nil {
+			return fmt.Errorf("uasc: client certificate refused: %w: %w", certificateStatus(err), err)
 		}
-		return fmt.Errorf("uasc: client certificate refused: %w: %w", code, err)
+		tracked = sc.srv.track(sc, gen)
 	}
 	asym, err := sc.pol.NewAsymmetric(sc.srv.cfg.Key, chain[0])
 	if err != nil {
@@ -402,6 +436,106 @@ func (sc *ServerChannel) setupAsym(h *asymmetricHeader) error {
 	sc.asym, sc.remoteCert, sc.remoteRaw = asym, chain[0], h.SenderCertificate
 	sc.localCert = sc.srv.cfg.Certificate
 	return nil
+}
+
+// certificateStatus is the status sent for a refused client certificate: the one err
+// carries, except that an untrusted certificate is reported as BadSecurityChecksFailed
+// (Part 6 §6.7.6, 1.05), so that a probe learns nothing about the trust list.
+func certificateStatus(err error) status.Code {
+	code := statusOf(err)
+	if code == status.BadCertificateUntrusted {
+		code = status.BadSecurityChecksFailed
+	}
+	return code
+}
+
+// generation returns the number of Revalidate calls so far.
+func (s *Server) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trustGen
+}
+
+// track adds sc to the live channels unless a Revalidate happened since generation gen.
+func (s *Server) track(sc *ServerChannel, gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.trustGen != gen {
+		return false
+	}
+	s.live[sc] = struct{}{}
+	return true
+}
+
+// untrack removes sc from the live channels; it is a no-op for a channel never tracked.
+func (s *Server) untrack(sc *ServerChannel) {
+	s.mu.Lock()
+	delete(s.live, sc)
+	s.mu.Unlock()
+}
+
+// Revalidate asks check about the client certificate chain (leaf first) of every open
+// channel and closes each channel whose chain it refuses, keeping the others. It is meant
+// for the trust-list change hook (Part 12 §7.8.2: when the TrustList changes, SecureChannels
+// with an untrusted or revoked certificate shall be closed), typically
+//
+//	cancel := p.OnTrustChange(func() { srv.Revalidate(validate) })
+//
+// with the same function as ServerConfig.ValidateCertificate. A refused channel gets an ERR
+// with the status an OpenSecureChannel from that certificate would get now (the status check
+// wraps, BadCertificateUntrusted reported as BadSecurityChecksFailed; see RATIONALE.md), no
+// further request of it reaches the Handler, and its ServeConn returns the refusal. Channels
+// that are being opened while Revalidate runs are validated again with
+// ServerConfig.ValidateCertificate. Channels with SecurityPolicy None have no certificate
+// and are kept.
+//
+// Revalidate calls check on the calling goroutine, without holding a lock, and returns
+// once the ERRs are queued; the closing itself (which waits briefly for the peer to hang
+// up) runs in the background. It is safe for concurrent use. It returns the number of
+// channels closed.
+func (s *Server) Revalidate(check func(chain []*x509.Certificate) error) int {
+	s.mu.Lock()
+	s.trustGen++
+	chans := make([]*ServerChannel, 0, len(s.live))
+	for sc := range s.live {
+		chans = append(chans, sc)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, sc := range chans {
+		err := check(sc.chain)
+		if err == nil {
+			continue
+		}
+		code := certificateStatus(err)
+		sc.drop(code, fmt.Errorf("uasc: client certificate no longer accepted: %w: %w", code, err))
+		n++
+	}
+	return n
+}
+
+// drop ends the channel from outside its reading goroutine: no further response is sent,
+// no further request is handled, the client gets an ERR with code, and the connection is
+// closed, which ends the read loop.
+func (sc *ServerChannel) drop(code status.Code, err error) {
+	sc.smu.Lock()
+	if sc.dropped.Load() {
+		sc.smu.Unlock()
+		return
+	}
+	sc.dropErr = err
+	sc.dropDone = make(chan struct{})
+	sc.dropped.Store(true)
+	if sc.sendErr == nil {
+		sc.sendErr = err
+	}
+	sc.smu.Unlock()
+	s := sc.srv
+	s.untrack(sc)
+	go func() {
+		defer close(sc.dropDone)
+		_ = sc.conn.SendError(code, err.Error())
+	}()
 }
 
 // issue revises the lifetime, makes the server nonce, derives the keys of a new token and
