@@ -25,11 +25,12 @@ type token struct {
 	lifetime time.Duration
 }
 
-// expired reports whether a message secured with t may no longer be accepted at now: a
+// deadline is the instant after which a message secured with t is no longer accepted: a
 // receiver accepts a token for 25% of its lifetime past its expiry (Part 6 §6.7.6).
-func (t *token) expired(now time.Time) bool {
-	return now.After(t.created.Add(t.lifetime + t.lifetime/4))
-}
+func (t *token) deadline() time.Time { return t.created.Add(t.lifetime + t.lifetime/4) }
+
+// expired reports whether a message secured with t may no longer be accepted at now.
+func (t *token) expired(now time.Time) bool { return now.After(t.deadline()) }
 
 // channel is the state both roles share: the connection, the security configuration and
 // the send and receive halves.

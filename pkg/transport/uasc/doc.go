@@ -5,7 +5,8 @@
 // secured with the asymmetric algorithms of its SecurityPolicy; both ends then derive
 // symmetric keys from the two nonces (Part 6 §6.7.5) and exchange MSG chunks signed and, in
 // SignAndEncrypt mode, encrypted with them. The client renews the token before it expires
-// (Part 6 §6.7.6) and ends the channel with CloseSecureChannel (CLO).
+// (Part 6 §6.7.6) and ends the channel with CloseSecureChannel (CLO); the server closes a
+// channel whose newest token is 25% past its lifetime (Part 4 §5.5.2.1).
 //
 // Server is the server role: NewServer checks a ServerConfig once, Server.ServeConn runs one
 // channel over an accepted uacp.Conn and hands every complete request to a Handler, and

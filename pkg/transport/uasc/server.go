@@ -234,12 +234,19 @@ type ServerChannel struct {
 	// chain is the client certificate chain (leaf first) that passed validation; nil for
 	// None. It is set before the channel is tracked and not changed after.
 	chain []*x509.Certificate
-	// dropped is set by Revalidate before it sends the ERR: the reading goroutine then
-	// hands no further request to the Handler. dropErr and dropDone are written before it
-	// under smu and not changed after.
+	// dropped is set by Revalidate or the expiry timer before the ERR is sent: the reading
+	// goroutine then hands no further request to the Handler. dropErr and dropDone are
+	// written before it under smu and not changed after.
 	dropped  atomic.Bool
 	dropErr  error
 	dropDone chan struct{} // closed once the ERR is written and the connection closed
+	// newest is the token issued last and expiry the timer that ends the channel once
+	// newest is past the grace the receive path allows (Part 4 §5.5.2.1: a SecureChannel
+	// exists until its last token has expired and the overlap period has elapsed). Both are
+	// guarded by smu: every operation on expiry runs under it, so a firing that races a
+	// renewal or the end of the channel sees the state that follows.
+	newest *token
+	expiry *time.Timer
 }
 
 // ID returns the SecureChannelId.
@@ -265,7 +272,9 @@ func (sc *ServerChannel) ClientCertificate() *x509.Certificate { return sc.remot
 // ServeConn runs one secure channel over c until the client closes it, an error ends it or
 // ctx ends. The first chunk must be an OpenSecureChannel Issue request; every failure of a
 // security check is answered with an ERR message carrying its status before c is closed,
-// and returned. A CloseSecureChannel ends it with a nil error. c is closed on return.
+// and returned. A channel whose newest token is 25% past its lifetime without a renewal is
+// closed with BadSecureChannelTokenUnknown (Part 4 §5.5.2.1). A CloseSecureChannel ends it
+// with a nil error. c is closed on return.
 func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 	sc := &ServerChannel{srv: s, done: make(chan struct{})}
 	sc.conn, sc.neg, sc.role, sc.now = c, c.Negotiated(), policy.Server, s.cfg.Now
@@ -287,8 +296,10 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 		c.Close()
 	}()
 	err := sc.serve(ctx)
+	sc.stopExpiry()
 	if sc.dropped.Load() {
-		// Revalidate sends the ERR and closes c; whatever the read loop saw is a consequence.
+		// drop (Revalidate or the expiry timer) sends the ERR and closes c; whatever the read
+		// loop saw is a consequence.
 		<-sc.dropDone
 		return sc.dropErr
 	}
@@ -401,6 +412,7 @@ func (sc *ServerChannel) open(ch *uacp.Chunk) error {
 	sc.smu.Lock()
 	sc.sendTok = tok
 	sc.setSymmetricSizes(tok)
+	sc.armExpiryLocked(tok)
 	return sc.sendOPN(reqID, resp)
 }
 
@@ -519,6 +531,11 @@ func (s *Server) Revalidate(check func(chain []*x509.Certificate) error) int {
 // closed, which ends the read loop.
 func (sc *ServerChannel) drop(code status.Code, err error) {
 	sc.smu.Lock()
+	sc.dropLocked(code, err)
+}
+
+// dropLocked is drop for a caller that holds smu; it returns with smu released.
+func (sc *ServerChannel) dropLocked(code status.Code, err error) {
 	if sc.dropped.Load() {
 		sc.smu.Unlock()
 		return
@@ -536,6 +553,55 @@ func (sc *ServerChannel) drop(code status.Code, err error) {
 		defer close(sc.dropDone)
 		_ = sc.conn.SendError(code, err.Error())
 	}()
+}
+
+// armExpiryLocked makes tok the channel's newest token and (re)arms the expiry timer for
+// tok's deadline: one timer per channel, created at the first OPN and reset by every
+// renewal. It must run under smu.
+func (sc *ServerChannel) armExpiryLocked(tok *token) {
+	sc.newest = tok
+	d := max(tok.deadline().Sub(sc.now()), time.Millisecond)
+	if sc.expiry == nil {
+		sc.expiry = time.AfterFunc(d, sc.expire)
+		return
+	}
+	sc.expiry.Reset(d)
+}
+
+// expire runs when the expiry timer fires. If the newest token is past its deadline by
+// the same test the receive path applies (token.expired with ServerConfig.Now), the channel
+// is dropped with BadSecureChannelTokenUnknown, which frees its SecureChannelId and
+// reassembly budget once the read loop ends (see RATIONALE.md). A firing that lost the race
+// with a renewal finds a fresh token and does nothing (the renewal re-armed the timer); one
+// that finds the token not yet expired by ServerConfig.Now re-arms for the rest. A channel
+// already ending is left alone.
+func (sc *ServerChannel) expire() {
+	sc.smu.Lock()
+	if sc.sendErr != nil {
+		sc.smu.Unlock()
+		return
+	}
+	tok, now := sc.newest, sc.now()
+	if !tok.expired(now) {
+		sc.expiry.Reset(max(tok.deadline().Sub(now), time.Millisecond))
+		sc.smu.Unlock()
+		return
+	}
+	sc.dropLocked(status.BadSecureChannelTokenUnknown, fmt.Errorf(
+		"uasc: TokenId %d expired at %v without renewal: %w", tok.id, tok.deadline(), status.BadSecureChannelTokenUnknown))
+}
+
+// stopExpiry stops the expiry timer and marks the send half closed, under smu, so that a
+// firing that is already running sees the channel ending and neither drops nor re-arms.
+func (sc *ServerChannel) stopExpiry() {
+	sc.smu.Lock()
+	if sc.sendErr == nil {
+		sc.sendErr = errClosed
+	}
+	if sc.expiry != nil {
+		sc.expiry.Stop()
+	}
+	sc.smu.Unlock()
 }
 
 // issue revises the lifetime, makes the server nonce, derives the keys of a new token and
@@ -644,6 +710,7 @@ func (sc *ServerChannel) renew(ch *uacp.Chunk) error {
 	sc.pruneTokens()
 	sc.recvToks = append(sc.recvToks, tok)
 	sc.smu.Lock()
+	sc.armExpiryLocked(tok)
 	return sc.sendOPN(reqID, resp)
 }
 
