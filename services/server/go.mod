@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/go-viper/mapstructure/v2 v2.4.0
+	github.com/gopcua/opcua v0.8.0
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/confmap v1.0.1
 	github.com/knadh/koanf/providers/env/v2 v2.0.2

@@ -1,0 +1,12 @@
+// Package server is the OPC UA server: it ties the configuration, the PKI, the secure
+// channel layer (pkg/transport/uasc), the sessions and the namespace 0 address space
+// together and answers the services of Part 4 that the first slice supports:
+// GetEndpoints and FindServers (§5.4), CreateSession, ActivateSession and CloseSession
+// (§5.6), Read (§5.10.2), Browse, BrowseNext and TranslateBrowsePathsToNodeIds (§5.9).
+// Every other request is answered with a ServiceFault BadServiceUnsupported.
+//
+// Dispatch (DESIGN.md "How a request flows", step 5): the uasc Handler runs on the
+// channel's reading goroutine. In-memory services (discovery, Read, Browse, ...) are
+// answered inline; CreateSession and ActivateSession, which do RSA and password hashing
+// work, run on their own goroutine, bounded by Limits.MaxRequestThreadCount.
+package server

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/server/internal/addrspace"
+	"uastack.dev/services/server/internal/config"
+)
+
+// trustPollInterval is how often the PKI folders are checked for certificates moved in or
+// out by hand.
+const trustPollInterval = 5 * time.Second
+
+// Options are the parts of a Server that do not come from the configuration.
+type Options struct {
+	// Logger receives the server's records; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is an OPC UA server built from a checked configuration. Create it with New,
+// run it with Serve and release it with Close. Its methods are safe for concurrent use.
+type Server struct {
+	cfg       *config.Config
+	log       *slog.Logger
+	now       func() time.Time
+	pki       *pki.PKI
+	cert      *x509.Certificate
+	key       *rsa.PrivateKey
+	endpoints []ua.EndpointDescription
+	tokens    []ua.UserTokenPolicy
+	space     *addrspace.Space
+	sessions  *sessions
+	channels  *uasc.Server
+	startTime codec.DateTime
+
+	stopTrust func()
+	workers   chan struct{}  // a slot per running worker, MaxRequestThreadCount in all
+	wg        sync.WaitGroup // counts the workers
+	closeOnce sync.Once
+
+	dummyOnce sync.Once
+	dummy     string // set once by dummyOnce
+}
+
+// New opens the PKI at cfg.Security.PKIDir (creating the application instance
+// certificate on first start), builds namespace 0 with live ServerStatus values and the
+// secure channel server. cfg must have passed config.Validate.
+func New(cfg *config.Config, opts Options) (*Server, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	sec, err := channelSecurity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Polling makes a certificate moved between the store folders count within seconds,
+	// without a restart; an idle poll only lists the folders.
+	p, err := pki.Open(cfg.Security.PKIDir, pki.Options{Logger: log, AutoAccept: cfg.Security.AutoAcceptUntrusted, PollInterval: trustPollInterval})
+	if err != nil {
+		return nil, fmt.Errorf("open PKI: %w", err)
+	}
+	cert, key, err := p.EnsureOwn(cfg.Application.ApplicationURI, cfg.Endpoint.Hostnames,
+		pki.OwnOptions{ApplicationName: cfg.Application.ApplicationName})
+	if err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("application certificate: %w", err)
+	}
+	for _, t := range cfg.Security.UserTokenPolicies {
+		if t.Type == config.TokenCertificate {
+			log.Warn("user token type not supported yet; not offered", "type", t.Type)
+		}
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       log,
+		now:       now,
+		pki:       p,
+		cert:      cert,
+		key:       key,
+		endpoints: buildEndpoints(cfg, sec, cert.Raw),
+		tokens:    userTokenPolicies(cfg),
+		space:     addrspace.NewNamespace0(),
+		sessions:  newSessions(cfg.Limits.MaxSessionCount, now),
+		startTime: codec.DateTimeOf(now()),
+		workers:   make(chan struct{}, cfg.Limits.MaxRequestThreadCount),
+	}
+	if err := s.initServerObject(); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	validate := func(chain []*x509.Certificate) error {
+		return p.ValidateChain(chain, pki.ValidateOptions{Usage: pki.UsageClient})
+	}
+	s.channels, err = uasc.NewServer(uasc.ServerConfig{
+		Certificate:         cert.Raw,
+		Key:                 key,
+		Security:            sec,
+		ValidateCertificate: validate,
+		MinTokenLifetime:    cfg.Limits.MinTokenLifetime,
+		MaxTokenLifetime:    cfg.Limits.MaxTokenLifetime,
+		UACP: uacp.ServerConfig{Limits: uacp.Limits{
+			ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
+			SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
+			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
+			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
+		}},
+		Now: now,
+	}, s.handle)
+	if err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("secure channel server: %w", err)
+	}
+	s.stopTrust = p.OnTrustChange(func() {
+		if n := s.channels.Revalidate(validate); n > 0 {
+			log.Info("trust list changed; closed channels", "count", n)
+		}
+	})
+	return s, nil
+}
+
+// Endpoints returns the server's EndpointDescriptions. The caller must not modify them.
+func (s *Server) Endpoints() []ua.EndpointDescription { return s.endpoints }
+
+// PKIDir returns the folder of the certificate stores.
+func (s *Server) PKIDir() string { return s.pki.Root() }
+
+// Certificate returns the application instance certificate.
+func (s *Server) Certificate() *x509.Certificate { return s.cert }
+
+// Serve accepts connections on ln until ctx ends, then closes ln, waits for the channels
+// and the running workers to finish and returns nil. Another failure of ln is returned.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	err := s.channels.Serve(ctx, ln)
+	s.wg.Wait()
+	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	return err
+}
+
+// Close releases the PKI. Call it after Serve has returned. It is safe to call more than
+// once.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.stopTrust()
+		err = s.pki.Close()
+	})
+	return err
+}
+
+// buildInfo describes this build (Part 5 §12.4).
+func (s *Server) buildInfo() ua.BuildInfo {
+	bi := ua.BuildInfo{
+		ProductUri:       s.cfg.Application.ProductURI,
+		ManufacturerName: "uastack",
+		ProductName:      s.cfg.Application.ApplicationName,
+		SoftwareVersion:  "(devel)",
+		BuildDate:        s.startTime,
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" {
+			bi.SoftwareVersion = v
+		}
+		for _, kv := range info.Settings {
+			if kv.Key == "vcs.revision" {
+				bi.BuildNumber = kv.Value
+			}
+		}
+	}
+	return bi
+}
+
+// initServerObject sets the values of the Server object that the server owns
+// (Part 5 §6.3.1): NamespaceArray, ServerArray and ServerStatus, whose CurrentTime and
+// whole-structure value are computed at read time.
+func (s *Server) initServerObject() error {
+	bi := s.buildInfo()
+	nsArray, err := codec.VariantOf(s.space.Namespaces())
+	if err != nil {
+		return err
+	}
+	serverArray, err := codec.VariantOf([]string{s.cfg.Application.ApplicationURI})
+	if err != nil {
+		return err
+	}
+	biVariant, err := codec.VariantOf(&bi)
+	if err != nil {
+		return err
+	}
+	n := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
+	set := map[uint32]codec.Variant{
+		id.Server_NamespaceArray:                          nsArray,
+		id.Server_ServerArray:                             serverArray,
+		id.Server_ServerStatus_StartTime:                  codec.DateTimeVariant(s.startTime),
+		id.Server_ServerStatus_State:                      codec.Int32Variant(int32(ua.ServerStateRunning)),
+		id.Server_ServerStatus_BuildInfo:                  biVariant,
+		id.Server_ServerStatus_BuildInfo_ProductUri:       codec.StringVariant(bi.ProductUri),
+		id.Server_ServerStatus_BuildInfo_ManufacturerName: codec.StringVariant(bi.ManufacturerName),
+		id.Server_ServerStatus_BuildInfo_ProductName:      codec.StringVariant(bi.ProductName),
+		id.Server_ServerStatus_BuildInfo_SoftwareVersion:  codec.StringVariant(bi.SoftwareVersion),
+		id.Server_ServerStatus_BuildInfo_BuildNumber:      codec.StringVariant(bi.BuildNumber),
+		id.Server_ServerStatus_BuildInfo_BuildDate:        codec.DateTimeVariant(bi.BuildDate),
+		id.Server_ServerStatus_SecondsTillShutdown:        codec.UInt32Variant(0),
+	}
+	for i, v := range set {
+		if !s.space.SetValue(n(i), codec.DataValue{Value: v}) {
+			return fmt.Errorf("set value of i=%d: not a variable", i)
+		}
+	}
+	if !s.space.SetValueFunc(n(id.Server_ServerStatus_CurrentTime), func(now codec.DateTime) codec.DataValue {
+		return codec.DataValue{Value: codec.DateTimeVariant(now), SourceTimestamp: now, ServerTimestamp: now}
+	}) {
+		return errors.New("set value func of Server_ServerStatus_CurrentTime: not a variable")
+	}
+	start := s.startTime
+	if !s.space.SetValueFunc(n(id.Server_ServerStatus), func(now codec.DateTime) codec.DataValue {
+		v, err := codec.VariantOf(&ua.ServerStatusDataType{
+			StartTime:   start,
+			CurrentTime: now,
+			State:       ua.ServerStateRunning,
+			BuildInfo:   bi,
+		})
+		if err != nil {
+			return codec.DataValue{Status: statusInternal, SourceTimestamp: now, ServerTimestamp: now}
+		}
+		return codec.DataValue{Value: v, SourceTimestamp: now, ServerTimestamp: now}
+	}) {
+		return errors.New("set value func of Server_ServerStatus: not a variable")
+	}
+	return nil
+}
+
+// policyOf returns the SecurityPolicy of uri; None when uri is empty.
+func policyOf(uri string) (policy.Policy, bool) {
+	if uri == "" {
+		uri = policy.URINone
+	}
+	return policy.Lookup(uri)
+}

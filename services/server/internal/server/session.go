@@ -1,0 +1,235 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"sync"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// nonceLength is the length of the server nonces of CreateSession and ActivateSession
+// (Part 4 §5.6.2: at least 32 bytes).
+const nonceLength = 32
+
+// session is one session (Part 4 §5.6). Its fields are guarded by sessions.mu.
+type session struct {
+	id        codec.NodeId
+	authToken codec.NodeId
+	name      string
+	timeout   time.Duration
+	lastSeen  time.Time
+
+	// channelID is the secure channel the session is bound to: the one that created it
+	// until activation, then the one that last activated it.
+	channelID  uint32
+	clientCert *x509.Certificate // from CreateSession; nil for None
+	nonce      []byte            // the last server nonce sent
+	activated  bool
+	principal  nodemgr.Principal
+
+	// browse holds the continuation points of Browse, by their bytes.
+	browse map[string]*continuation
+}
+
+// continuation is the rest of a Browse result held for BrowseNext.
+type continuation struct {
+	refs []ua.ReferenceDescription
+	max  int
+}
+
+// sessions is the server's session table, keyed by authentication token. It is safe for
+// concurrent use.
+type sessions struct {
+	mu      sync.Mutex // guards byToken and every session's fields
+	byToken map[codec.NodeId]*session
+	max     int
+	now     func() time.Time
+}
+
+func newSessions(max int, now func() time.Time) *sessions {
+	return &sessions{byToken: make(map[codec.NodeId]*session), max: max, now: now}
+}
+
+// randomBytes returns n bytes from crypto/rand.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return b
+}
+
+// randomGuid returns a random (version 4) Guid.
+func randomGuid() codec.Guid {
+	b := randomBytes(16)
+	var g codec.Guid
+	g.Data1 = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	g.Data2 = uint16(b[4])<<8 | uint16(b[5])
+	g.Data3 = uint16(b[6])<<8&0x0fff | uint16(b[7]) | 0x4000
+	copy(g.Data4[:], b[8:])
+	g.Data4[0] = g.Data4[0]&0x3f | 0x80
+	return g
+}
+
+// create adds a new, not yet activated session. It fails with BadTooManySessions when
+// the table is full (after dropping expired sessions).
+func (t *sessions) create(name string, timeout time.Duration, channelID uint32, cert *x509.Certificate) (sessionInfo, status.Code) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byToken) >= t.max {
+		t.expireLocked()
+		if len(t.byToken) >= t.max {
+			return sessionInfo{}, status.BadTooManySessions
+		}
+	}
+	s := &session{
+		id:         codec.NewGuidNodeId(0, randomGuid()),
+		authToken:  codec.NewOpaqueNodeId(0, randomBytes(32)),
+		name:       name,
+		timeout:    timeout,
+		lastSeen:   t.now(),
+		channelID:  channelID,
+		clientCert: cert,
+		nonce:      randomBytes(nonceLength),
+		browse:     make(map[string]*continuation),
+	}
+	t.byToken[s.authToken] = s
+	return s.info(), status.Good
+}
+
+// sessionInfo is a copy of the fields of a session that a service reads outside the lock.
+type sessionInfo struct {
+	id, authToken codec.NodeId
+	channelID     uint32
+	clientCert    *x509.Certificate
+	nonce         []byte
+	activated     bool
+}
+
+func (s *session) info() sessionInfo {
+	return sessionInfo{id: s.id, authToken: s.authToken, channelID: s.channelID,
+		clientCert: s.clientCert, nonce: s.nonce, activated: s.activated}
+}
+
+// snapshot returns a copy of the session of token, refreshing its timeout.
+func (t *sessions) snapshot(token codec.NodeId) (sessionInfo, status.Code) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, code := t.lookupLocked(token)
+	if code != status.Good {
+		return sessionInfo{}, code
+	}
+	return s.info(), status.Good
+}
+
+// activate marks the session of token activated on channelID for principal and returns
+// the new server nonce. An activated session moves to another channel only with the
+// same user (BadIdentityChangeNotSupported otherwise).
+func (t *sessions) activate(token codec.NodeId, channelID uint32, p nodemgr.Principal) ([]byte, status.Code) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, code := t.lookupLocked(token)
+	if code != status.Good {
+		return nil, code
+	}
+	// Moving an activated session to another channel keeps its user (Part 4 §5.6.3.1).
+	if s.activated && s.channelID != channelID && (s.principal.Anonymous != p.Anonymous || s.principal.UserName != p.UserName) {
+		return nil, status.BadIdentityChangeNotSupported
+	}
+	s.activated = true
+	s.channelID = channelID
+	s.principal = p
+	s.nonce = randomBytes(nonceLength) // a fresh slice: earlier snapshots keep the old one
+	return s.nonce, status.Good
+}
+
+// drop deletes the session of token without checks.
+func (t *sessions) drop(token codec.NodeId) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.byToken, token)
+}
+
+func (t *sessions) expireLocked() {
+	now := t.now()
+	for k, s := range t.byToken {
+		if now.Sub(s.lastSeen) > s.timeout {
+			delete(t.byToken, k)
+		}
+	}
+}
+
+// lookupLocked finds the session of token and refreshes its timeout. An unknown or
+// expired token is BadSessionIdInvalid.
+func (t *sessions) lookupLocked(token codec.NodeId) (*session, status.Code) {
+	s, ok := t.byToken[token]
+	if !ok {
+		return nil, status.BadSessionIdInvalid
+	}
+	now := t.now()
+	if now.Sub(s.lastSeen) > s.timeout {
+		delete(t.byToken, token)
+		return nil, status.BadSessionIdInvalid
+	}
+	s.lastSeen = now
+	return s, status.Good
+}
+
+// active runs fn under the table's lock with the activated session of token when it is
+// bound to channelID, and returns fn's status. It fails with BadSessionIdInvalid for an
+// unknown token, BadSessionNotActivated before ActivateSession and
+// BadSecureChannelIdInvalid on another channel (Part 4 §5.6.3).
+func (t *sessions) active(token codec.NodeId, channelID uint32, fn func(*session) status.Code) status.Code {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, code := t.lookupLocked(token)
+	if code != status.Good {
+		return code
+	}
+	if !s.activated {
+		return status.BadSessionNotActivated
+	}
+	if s.channelID != channelID {
+		return status.BadSecureChannelIdInvalid
+	}
+	return fn(s)
+}
+
+// principal returns who the activated session of token is.
+func (t *sessions) principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
+	var p nodemgr.Principal
+	code := t.active(token, channelID, func(s *session) status.Code {
+		p = s.principal
+		return status.Good
+	})
+	return p, code
+}
+
+// saveContinuationLocked holds refs for BrowseNext and returns the continuation point,
+// or BadNoContinuationPoints when the session already holds max of them.
+func (s *session) saveContinuationLocked(refs []ua.ReferenceDescription, perNode, max int) ([]byte, status.Code) {
+	if len(s.browse) >= max {
+		return nil, status.BadNoContinuationPoints
+	}
+	cp := randomBytes(16)
+	s.browse[string(cp)] = &continuation{refs: refs, max: perNode}
+	return cp, status.Good
+}
+
+// remove deletes the session of token.
+func (t *sessions) remove(token codec.NodeId, channelID uint32) status.Code {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, code := t.lookupLocked(token)
+	if code != status.Good {
+		return code
+	}
+	if s.channelID != channelID {
+		return status.BadSecureChannelIdInvalid
+	}
+	delete(t.byToken, token)
+	return status.Good
+}

@@ -1,0 +1,251 @@
+package server
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"crypto/x509"
+	"encoding/binary"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+	"uastack.dev/services/server/internal/config"
+)
+
+// reviseTimeout clamps the requested session timeout (milliseconds) into the configured
+// bounds (Part 4 §5.6.2).
+func (s *Server) reviseTimeout(ms float64) time.Duration {
+	lo, hi := s.cfg.Limits.MinSessionTimeout, s.cfg.Limits.MaxSessionTimeout
+	if ms != ms || ms <= 0 { // NaN or unset
+		return hi
+	}
+	d := time.Duration(ms * float64(time.Millisecond))
+	return min(max(d, lo), hi)
+}
+
+// createSession answers CreateSession (Part 4 §5.6.2). On a secured channel the client
+// nonce must have at least 32 bytes, the client certificate must be the channel's, and
+// the response carries the server's signature over ClientCertificate || ClientNonce made
+// with the channel's SecurityPolicy.
+func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionRequest) codec.Structure {
+	h := m.RequestHeader
+	secure := ch.SecurityPolicyURI() != policy.URINone
+	var clientCert *x509.Certificate
+	var pol policy.Policy
+	if secure {
+		var ok bool
+		if pol, ok = policyOf(ch.SecurityPolicyURI()); !ok {
+			return s.fault(h, status.BadSecurityPolicyRejected)
+		}
+		if len(m.ClientNonce) < nonceLength {
+			return s.fault(h, status.BadNonceInvalid)
+		}
+		clientCert = ch.ClientCertificate()
+		// ClientCertificate may hold the chain; the leaf comes first.
+		if clientCert == nil || !bytes.HasPrefix(m.ClientCertificate, clientCert.Raw) {
+			return s.fault(h, status.BadCertificateInvalid)
+		}
+	}
+	timeout := s.reviseTimeout(m.RequestedSessionTimeout)
+	info, code := s.sessions.create(m.SessionName, timeout, ch.ID(), clientCert)
+	if code != status.Good {
+		return s.fault(h, code)
+	}
+	resp := &ua.CreateSessionResponse{
+		ResponseHeader:        s.header(h, status.Good),
+		SessionId:             info.id,
+		AuthenticationToken:   info.authToken,
+		RevisedSessionTimeout: float64(timeout) / float64(time.Millisecond),
+		ServerNonce:           info.nonce,
+		ServerCertificate:     s.cert.Raw,
+		ServerEndpoints:       s.endpoints,
+		MaxRequestMessageSize: uint32(s.cfg.Encoding.MaxMessageSize),
+	}
+	if secure {
+		asym, err := pol.NewAsymmetric(s.key, clientCert)
+		if err != nil {
+			s.sessions.drop(info.authToken)
+			return s.fault(h, codeOf(err, status.BadSecurityChecksFailed))
+		}
+		data := append(append(make([]byte, 0, len(m.ClientCertificate)+len(m.ClientNonce)), m.ClientCertificate...), m.ClientNonce...)
+		sig, err := asym.Sign(nil, data)
+		if err != nil {
+			s.sessions.drop(info.authToken)
+			return s.fault(h, statusInternal)
+		}
+		resp.ServerSignature = ua.SignatureData{Algorithm: pol.Info().AsymmetricSignatureURI, Signature: sig}
+	}
+	s.log.Debug("session created", "session", info.id, "name", m.SessionName, "timeout", timeout)
+	return resp
+}
+
+// activateSession answers ActivateSession (Part 4 §5.6.3). On a secured channel the
+// client signature over ServerCertificate || the last server nonce is verified with the
+// session's client certificate, which must also be the channel's. The identity token is
+// then checked (identify); on success the session is bound to the channel and a new
+// server nonce returned. A failure leaves the session as it was.
+func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRequest) codec.Structure {
+	h := m.RequestHeader
+	snap, code := s.sessions.snapshot(h.AuthenticationToken)
+	if code != status.Good {
+		return s.fault(h, code)
+	}
+	if !snap.activated && snap.channelID != ch.ID() {
+		return s.fault(h, status.BadSecureChannelIdInvalid)
+	}
+	if ch.SecurityPolicyURI() != policy.URINone {
+		chCert := ch.ClientCertificate()
+		if snap.clientCert == nil || chCert == nil || !chCert.Equal(snap.clientCert) {
+			return s.fault(h, status.BadApplicationSignatureInvalid)
+		}
+		pol, ok := policyOf(ch.SecurityPolicyURI())
+		if !ok {
+			return s.fault(h, status.BadSecurityPolicyRejected)
+		}
+		asym, err := pol.NewAsymmetric(nil, snap.clientCert)
+		if err != nil {
+			return s.fault(h, status.BadApplicationSignatureInvalid)
+		}
+		data := append(append(make([]byte, 0, len(s.cert.Raw)+len(snap.nonce)), s.cert.Raw...), snap.nonce...)
+		if m.ClientSignature.Algorithm != pol.Info().AsymmetricSignatureURI ||
+			asym.Verify(data, m.ClientSignature.Signature) != nil {
+			return s.fault(h, status.BadApplicationSignatureInvalid)
+		}
+	}
+	principal, code := s.identify(ch, m.UserIdentityToken, snap.nonce)
+	if code != status.Good {
+		s.log.Info("session activation refused", "session", snap.id, "status", code)
+		return s.fault(h, code)
+	}
+	principal.SessionID = snap.id
+	nonce, code := s.sessions.activate(h.AuthenticationToken, ch.ID(), principal)
+	if code != status.Good {
+		return s.fault(h, code)
+	}
+	return &ua.ActivateSessionResponse{ResponseHeader: s.header(h, status.Good), ServerNonce: nonce}
+}
+
+// tokenPolicy finds the offered user token policy with id and type.
+func (s *Server) tokenPolicy(policyID string, typ ua.UserTokenType) (ua.UserTokenPolicy, bool) {
+	for _, p := range s.tokens {
+		if p.PolicyId == policyID && p.TokenType == typ {
+			return p, true
+		}
+	}
+	return ua.UserTokenPolicy{}, false
+}
+
+// identify checks a user identity token (Part 4 §7.41): a null token or an
+// AnonymousIdentityToken when anonymous logins are offered, or a UserNameIdentityToken
+// whose password matches a configured user. The password is decrypted with the server
+// key under the token policy's SecurityPolicy (the channel's when the policy names none);
+// a plain password (policy None) is accepted only on a SignAndEncrypt channel.
+func (s *Server) identify(ch *uasc.ServerChannel, tok codec.ExtensionObject, nonce []byte) (nodemgr.Principal, status.Code) {
+	switch t := tok.Value.(type) {
+	case nil:
+		if !tok.IsNull() {
+			return nodemgr.Principal{}, status.BadIdentityTokenInvalid
+		}
+		for _, p := range s.tokens {
+			if p.TokenType == ua.UserTokenTypeAnonymous {
+				return nodemgr.Principal{Anonymous: true}, status.Good
+			}
+		}
+		return nodemgr.Principal{}, status.BadIdentityTokenRejected
+	case *ua.AnonymousIdentityToken:
+		if _, ok := s.tokenPolicy(t.PolicyId, ua.UserTokenTypeAnonymous); !ok {
+			return nodemgr.Principal{}, status.BadIdentityTokenInvalid
+		}
+		return nodemgr.Principal{Anonymous: true}, status.Good
+	case *ua.UserNameIdentityToken:
+		p, ok := s.tokenPolicy(t.PolicyId, ua.UserTokenTypeUserName)
+		if !ok {
+			return nodemgr.Principal{}, status.BadIdentityTokenInvalid
+		}
+		uri := p.SecurityPolicyUri
+		if uri == "" {
+			uri = ch.SecurityPolicyURI()
+		}
+		password, code := s.userPassword(uri, ch.SecurityMode(), t, nonce)
+		if code != status.Good {
+			return nodemgr.Principal{}, code
+		}
+		defer clear(password)
+		for _, u := range s.cfg.Security.Users {
+			if u.Name == t.UserName {
+				if config.CheckPassword(u.PasswordHash, string(password)) != nil {
+					return nodemgr.Principal{}, status.BadUserAccessDenied
+				}
+				return nodemgr.Principal{UserName: u.Name}, status.Good
+			}
+		}
+		// An unknown user costs a hash check too, so timing does not tell names apart.
+		_ = config.CheckPassword(s.dummyHash(), string(password))
+		return nodemgr.Principal{}, status.BadUserAccessDenied
+	}
+	return nodemgr.Principal{}, status.BadIdentityTokenInvalid
+}
+
+// userPassword returns the password of t (Part 4 §7.41.3): for a SecurityPolicy other
+// than None the decrypted secret is length (UInt32) || password || server nonce, and the
+// nonce must be the last one the server sent. The caller zeroes the result.
+func (s *Server) userPassword(uri string, mode ua.MessageSecurityMode, t *ua.UserNameIdentityToken, nonce []byte) ([]byte, status.Code) {
+	if uri == policy.URINone {
+		if mode != ua.MessageSecurityModeSignAndEncrypt {
+			return nil, status.BadIdentityTokenRejected
+		}
+		return bytes.Clone(t.Password), status.Good
+	}
+	pol, ok := policy.Lookup(uri)
+	if !ok {
+		return nil, status.BadIdentityTokenRejected
+	}
+	if t.EncryptionAlgorithm != pol.Info().AsymmetricEncryptionURI {
+		return nil, status.BadIdentityTokenInvalid
+	}
+	asym, err := pol.NewAsymmetric(s.key, nil)
+	if err != nil {
+		return nil, status.BadIdentityTokenInvalid
+	}
+	buf := make([]byte, len(t.Password))
+	defer clear(buf)
+	n, err := asym.Decrypt(buf, t.Password)
+	if err != nil || n < 4 {
+		return nil, status.BadIdentityTokenInvalid
+	}
+	plain := buf[:n]
+	l := int(binary.LittleEndian.Uint32(plain))
+	if l < len(nonce) || l > len(plain)-4 {
+		return nil, status.BadIdentityTokenInvalid
+	}
+	secret := plain[4 : 4+l]
+	pw, got := secret[:l-len(nonce)], secret[l-len(nonce):]
+	if subtle.ConstantTimeCompare(got, nonce) != 1 {
+		return nil, status.BadIdentityTokenInvalid
+	}
+	return bytes.Clone(pw), status.Good
+}
+
+// closeSession answers CloseSession (Part 4 §5.6.4): the session and its continuation
+// points are dropped. There are no subscriptions yet, so DeleteSubscriptions is moot.
+func (s *Server) closeSession(ch *uasc.ServerChannel, m *ua.CloseSessionRequest) codec.Structure {
+	if code := s.sessions.remove(m.RequestHeader.AuthenticationToken, ch.ID()); code != status.Good {
+		return s.fault(m.RequestHeader, code)
+	}
+	return &ua.CloseSessionResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
+}
+
+// dummyHash returns a password hash made once, on first use, for unknown user names.
+func (s *Server) dummyHash() string {
+	s.dummyOnce.Do(func() {
+		h, err := config.HashPassword(string(randomBytes(16)))
+		if err == nil {
+			s.dummy = h
+		}
+	})
+	return s.dummy
+}
