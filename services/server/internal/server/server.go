@@ -112,7 +112,13 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	validate := func(chain []*x509.Certificate) error {
-		return p.ValidateChain(chain, pki.ValidateOptions{Usage: pki.UsageClient})
+		err := p.ValidateChain(chain, pki.ValidateOptions{Usage: pki.UsageClient})
+		if err != nil {
+			// The message names the certificate and, for an untrusted one, the file to
+			// move to trust it: the integrator's next step.
+			log.Warn("client certificate rejected", "err", err)
+		}
+		return err
 	}
 	s.channels, err = uasc.NewServer(uasc.ServerConfig{
 		Certificate:         cert.Raw,
