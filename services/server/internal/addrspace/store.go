@@ -1,8 +1,9 @@
 // Package addrspace is the server's in-memory address space: namespace 0 served straight
 // from the generated tables of pkg/ua/ns0, plus nodes, references and values that the
 // server or an in-process namespace (the demo namespace) adds at run time. It answers
-// Read (Part 4 §5.10.2), Write (§5.10.4), Browse (§5.9.2) and TranslateBrowsePathsToNodeIds
-// (§5.9.4) as a nodemgr.Manager.
+// Read (Part 4 §5.10.2), Write (§5.10.4), Call (§5.11.2) for Methods added with
+// AddMethod, Browse (§5.9.2) and TranslateBrowsePathsToNodeIds (§5.9.4) as a
+// nodemgr.Manager.
 //
 // Start-up copies nothing: a node of namespace 0 is looked up in the static tables on
 // each access, and only values the server sets or that a client reads are kept in the
@@ -62,7 +63,7 @@ type Node struct {
 type Space struct {
 	uris []string
 
-	mu sync.RWMutex // guards nodes, refs, values, sources, onChange
+	mu sync.RWMutex // guards nodes, refs, values, sources, methods, onChange
 	// nodes holds the nodes added at run time, by NodeId.
 	nodes map[codec.NodeId]*Node
 	// refs holds references added at run time, by the node they belong to; for a node of
@@ -72,6 +73,8 @@ type Space struct {
 	values map[codec.NodeId]*codec.DataValue
 	// sources compute the Value of Variables that change on every read.
 	sources map[codec.NodeId]ValueFunc
+	// methods are the handlers of the Methods added with AddMethod.
+	methods map[codec.NodeId]MethodHandler
 	// onChange are called after a Value changes.
 	onChange []func(codec.NodeId, *codec.DataValue)
 
@@ -88,6 +91,7 @@ func New(uris ...string) *Space {
 		refs:    make(map[codec.NodeId][]Reference),
 		values:  make(map[codec.NodeId]*codec.DataValue),
 		sources: make(map[codec.NodeId]ValueFunc),
+		methods: make(map[codec.NodeId]MethodHandler),
 		start:   codec.Now(),
 	}
 }

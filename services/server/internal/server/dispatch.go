@@ -28,6 +28,10 @@ func (s *Server) handle(ctx context.Context, req uasc.Request) {
 		s.respond(req, s.closeSession(req.Channel, m))
 	case *ua.ReadRequest:
 		s.read(ctx, req, m)
+	case *ua.WriteRequest:
+		s.write(ctx, req, m)
+	case *ua.CallRequest:
+		s.call(ctx, req, m)
 	case *ua.BrowseRequest:
 		s.browse(ctx, req, m)
 	case *ua.BrowseNextRequest:

@@ -2,8 +2,13 @@
 // channel layer (pkg/transport/uasc), the sessions and the namespace 0 address space
 // together and answers the services of Part 4 that the first slice supports:
 // GetEndpoints and FindServers (§5.4), CreateSession, ActivateSession and CloseSession
-// (§5.6), Read (§5.10.2), Browse, BrowseNext and TranslateBrowsePathsToNodeIds (§5.9).
-// Every other request is answered with a ServiceFault BadServiceUnsupported.
+// (§5.6), Read and Write (§5.10.2, §5.10.4), Call (§5.11.2), Browse, BrowseNext and
+// TranslateBrowsePathsToNodeIds (§5.9). Every other request is answered with a
+// ServiceFault BadServiceUnsupported.
+//
+// The demo namespace (addressSpace.demoNamespace, DemoNamespaceURI at index 1) is mounted
+// in the same addrspace.Space as namespace 0, so every service reaches it without
+// routing by namespace; Serve runs its simulation ticker.
 //
 // Dispatch (DESIGN.md "How a request flows", step 5): the uasc Handler runs on the
 // channel's reading goroutine. In-memory services (discovery, Read, Browse, ...) are

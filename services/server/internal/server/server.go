@@ -88,6 +88,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("application certificate: %w", err)
 	}
+	space, err := newSpace(cfg.AddressSpace.DemoNamespace)
+	if err != nil {
+		_ = p.Close()
+		return nil, err
+	}
 	for _, t := range cfg.Security.UserTokenPolicies {
 		if t.Type == config.TokenCertificate {
 			log.Warn("user token type not supported yet; not offered", "type", t.Type)
@@ -102,7 +107,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		key:       key,
 		endpoints: buildEndpoints(cfg, sec, cert.Raw),
 		tokens:    userTokenPolicies(cfg),
-		space:     addrspace.NewNamespace0(),
+		space:     space,
 		sessions:  newSessions(cfg.Limits.MaxSessionCount, now),
 		startTime: codec.DateTimeOf(now()),
 		workers:   make(chan struct{}, cfg.Limits.MaxRequestThreadCount),
@@ -158,8 +163,18 @@ func (s *Server) Certificate() *x509.Certificate { return s.cert }
 
 // Serve accepts connections on ln until ctx ends, then closes ln, waits for the channels
 // and the running workers to finish and returns nil. Another failure of ln is returned.
+// While it runs, the demo namespace's simulated values change (when it is on).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	simCtx, stopSim := context.WithCancel(ctx)
+	simDone := make(chan struct{})
+	if s.cfg.AddressSpace.DemoNamespace {
+		go s.runSimulation(simCtx, simDone)
+	} else {
+		close(simDone)
+	}
 	err := s.channels.Serve(ctx, ln)
+	stopSim()
+	<-simDone
 	s.wg.Wait()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
 		return nil

@@ -105,8 +105,14 @@ func TestSessionChecks(t *testing.T) {
 	requireFault(t, resp, err, status.BadMaxAgeInvalid, 8)
 
 	// A service the server does not implement.
-	resp, err = ch.Request(ctx, &ua.WriteRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 9}})
+	resp, err = ch.Request(ctx, &ua.CreateSubscriptionRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 9}})
 	requireFault(t, resp, err, status.BadServiceUnsupported, 9)
+
+	// Write and Call with nothing to do.
+	resp, err = ch.Request(ctx, &ua.WriteRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 14}})
+	requireFault(t, resp, err, status.BadNothingToDo, 14)
+	resp, err = ch.Request(ctx, &ua.CallRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 15}})
+	requireFault(t, resp, err, status.BadNothingToDo, 15)
 
 	// TranslateBrowsePaths: Root/Objects/Server.
 	resp, err = ch.Request(ctx, &ua.TranslateBrowsePathsToNodeIdsRequest{
@@ -139,6 +145,16 @@ func TestSessionChecks(t *testing.T) {
 	require.IsType(t, &ua.CloseSessionResponse{}, resp)
 	resp, err = read(cs.AuthenticationToken, 13)
 	requireFault(t, resp, err, status.BadSessionIdInvalid, 13)
+	resp, err = ch.Request(ctx, &ua.WriteRequest{
+		RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 16},
+		NodesToWrite:  []ua.WriteValue{{NodeId: codec.NewStringNodeId(1, "Demo.Scalar_Int32"), AttributeId: 13}},
+	})
+	requireFault(t, resp, err, status.BadSessionIdInvalid, 16)
+	resp, err = ch.Request(ctx, &ua.CallRequest{
+		RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 17},
+		MethodsToCall: []ua.CallMethodRequest{{ObjectId: codec.NewStringNodeId(1, "Demo"), MethodId: codec.NewStringNodeId(1, "Demo.Add")}},
+	})
+	requireFault(t, resp, err, status.BadSessionIdInvalid, 17)
 }
 
 // activate creates and activates an anonymous session on ch and returns its token.

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/pkg/ua/status"
+	"uastack.dev/services/server/internal/addrspace"
+)
+
+// DemoNamespaceURI is the URI of the demo namespace (addressSpace.demoNamespace). It is
+// index 1 of the NamespaceArray when the demo namespace is on.
+const DemoNamespaceURI = "urn:uastack:demo"
+
+// Demo namespace timing: Simulation/Sine is updated every demoTick and completes a
+// period every demoSinePeriod.
+const (
+	demoTick       = 200 * time.Millisecond
+	demoSinePeriod = 10 * time.Second
+)
+
+// demoIndex is the namespace index of the demo nodes: they are mounted in the Space
+// that serves namespace 0, which New creates with the demo URI second.
+const demoIndex = 1
+
+// demoID returns the NodeId of a demo node: a string identifier in namespace 1, such as
+// "Demo.Scalar_Int32".
+func demoID(name string) codec.NodeId { return codec.NewStringNodeId(demoIndex, name) }
+
+// demoSineID is the NodeId of Demo/Simulation/Sine.
+var demoSineID = demoID("Demo.Simulation.Sine")
+
+// demoValues are the initial values of the Scalar_ and Array_ variables, one per
+// built-in type that makes sense as a Variable value (Part 6 §5.1.2, ids 1 to 21).
+var demoValues = []struct {
+	typ    codec.TypeID
+	scalar codec.Variant
+	array  codec.Variant
+}{
+	{codec.TypeBoolean, codec.BooleanVariant(true), codec.MustVariant([]bool{true, false})},
+	{codec.TypeSByte, codec.SByteVariant(-1), codec.MustVariant([]int8{-1, 1})},
+	{codec.TypeByte, codec.ByteVariant(1), codec.MustVariant([]byte{1, 2})},
+	{codec.TypeInt16, codec.Int16Variant(-2), codec.MustVariant([]int16{-2, 2})},
+	{codec.TypeUInt16, codec.UInt16Variant(2), codec.MustVariant([]uint16{2, 3})},
+	{codec.TypeInt32, codec.Int32Variant(-3), codec.MustVariant([]int32{-3, 3})},
+	{codec.TypeUInt32, codec.UInt32Variant(3), codec.MustVariant([]uint32{3, 4})},
+	{codec.TypeInt64, codec.Int64Variant(-4), codec.MustVariant([]int64{-4, 4})},
+	{codec.TypeUInt64, codec.UInt64Variant(4), codec.MustVariant([]uint64{4, 5})},
+	{codec.TypeFloat, codec.FloatVariant(1.5), codec.MustVariant([]float32{1.5, 2.5})},
+	{codec.TypeDouble, codec.DoubleVariant(2.5), codec.MustVariant([]float64{2.5, 3.5})},
+	{codec.TypeString, codec.StringVariant("uastack"), codec.MustVariant([]string{"ua", "stack"})},
+	{codec.TypeDateTime, codec.DateTimeVariant(codec.DateTimeOf(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))),
+		codec.MustVariant([]codec.DateTime{codec.DateTimeOf(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))})},
+	{codec.TypeGuid, codec.GuidVariant(codec.Guid{Data1: 1}), codec.MustVariant([]codec.Guid{{Data1: 1}, {Data1: 2}})},
+	{codec.TypeByteString, codec.ByteStringVariant([]byte("ua")), codec.MustVariant([][]byte{[]byte("ua"), []byte("stack")})},
+	{codec.TypeXmlElement, codec.XmlElementVariant("<a/>"), codec.XmlElementArray([]string{"<a/>", "<b/>"})},
+	{codec.TypeNodeId, codec.NodeIdVariant(codec.NewNumericNodeId(0, id.ObjectsFolder)),
+		codec.MustVariant([]codec.NodeId{codec.NewNumericNodeId(0, id.ObjectsFolder), demoID("Demo")})},
+	{codec.TypeExpandedNodeId, codec.MustVariant(codec.ExpandedNodeId{NodeId: codec.NewNumericNodeId(0, id.ObjectsFolder)}),
+		codec.MustVariant([]codec.ExpandedNodeId{{NodeId: codec.NewNumericNodeId(0, id.ObjectsFolder)}})},
+	{codec.TypeStatusCode, codec.StatusCodeVariant(status.Good), codec.MustVariant([]status.Code{status.Good, status.BadTypeMismatch})},
+	{codec.TypeQualifiedName, codec.QualifiedNameVariant(codec.QualifiedName{NamespaceIndex: demoIndex, Name: "Demo"}),
+		codec.MustVariant([]codec.QualifiedName{{NamespaceIndex: demoIndex, Name: "Demo"}})},
+	{codec.TypeLocalizedText, codec.MustVariant(codec.LocalizedText{Locale: "en", Text: "demo"}),
+		codec.MustVariant([]codec.LocalizedText{{Locale: "en", Text: "demo"}})},
+}
+
+// addDemoNamespace mounts the demo nodes in sp under Objects (Organizes): the folder
+// Demo with a writable Scalar_<Type> and Array_<Type> Variable per built-in type, the
+// Methods Add and Echo, and the folder Simulation with the Double Sine, which
+// runSimulation updates.
+func addDemoNamespace(sp *addrspace.Space) error {
+	n0 := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
+	qn := func(name string) codec.QualifiedName {
+		return codec.QualifiedName{NamespaceIndex: demoIndex, Name: name}
+	}
+	lt := func(name string) codec.LocalizedText { return codec.LocalizedText{Text: name} }
+	folder := func(nodeID, name string, parent codec.NodeId) error {
+		return sp.AddNode(addrspace.Node{
+			NodeId: demoID(nodeID), NodeClass: ua.NodeClassObject, BrowseName: qn(name), DisplayName: lt(name),
+			References: []addrspace.Reference{
+				{ReferenceTypeId: n0(id.Organizes), TargetId: parent, IsForward: false},
+				{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.FolderType), IsForward: true},
+			},
+		})
+	}
+	variable := func(nodeID, name string, parent codec.NodeId, dt codec.NodeId, rank int32, access ua.AccessLevelType, val codec.Variant) error {
+		var dims []uint32
+		if rank == 1 {
+			dims = []uint32{0}
+		}
+		return sp.AddNode(addrspace.Node{
+			NodeId: demoID(nodeID), NodeClass: ua.NodeClassVariable, BrowseName: qn(name), DisplayName: lt(name),
+			DataType: dt, ValueRank: rank, ArrayDimensions: dims, AccessLevel: uint8(access), Value: val,
+			References: []addrspace.Reference{
+				{ReferenceTypeId: n0(id.Organizes), TargetId: parent, IsForward: false},
+				{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
+			},
+		})
+	}
+	demo := demoID("Demo")
+	if err := folder("Demo", "Demo", n0(id.ObjectsFolder)); err != nil {
+		return err
+	}
+	rw := ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeCurrentWrite
+	for _, v := range demoValues {
+		dt := n0(uint32(v.typ))
+		if err := variable("Demo.Scalar_"+v.typ.String(), "Scalar_"+v.typ.String(), demo, dt, -1, rw, v.scalar); err != nil {
+			return err
+		}
+		if err := variable("Demo.Array_"+v.typ.String(), "Array_"+v.typ.String(), demo, dt, 1, rw, v.array); err != nil {
+			return err
+		}
+	}
+	if err := folder("Demo.Simulation", "Simulation", demo); err != nil {
+		return err
+	}
+	if err := variable("Demo.Simulation.Sine", "Sine", demoID("Demo.Simulation"), n0(id.Double), -1,
+		ua.AccessLevelTypeCurrentRead, codec.DoubleVariant(0)); err != nil {
+		return err
+	}
+	method := func(name string) addrspace.Node {
+		return addrspace.Node{NodeId: demoID("Demo." + name), BrowseName: qn(name), DisplayName: lt(name)}
+	}
+	double := func(name string) ua.Argument {
+		return ua.Argument{Name: name, DataType: n0(id.Double), ValueRank: -1, Description: lt(name)}
+	}
+	if err := sp.AddMethod(demo, method("Add"), []ua.Argument{double("a"), double("b")}, []ua.Argument{double("sum")}, demoAdd); err != nil {
+		return err
+	}
+	anyArg := func(name string) ua.Argument {
+		return ua.Argument{Name: name, DataType: n0(id.BaseDataType), ValueRank: -2, Description: lt(name)}
+	}
+	return sp.AddMethod(demo, method("Echo"), []ua.Argument{anyArg("value")}, []ua.Argument{anyArg("value")}, demoEcho)
+}
+
+// demoAdd is Demo/Add: a + b for two Doubles.
+func demoAdd(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Variant, status.Code) {
+	a, b := math.Float64frombits(in[0].Bits()), math.Float64frombits(in[1].Bits())
+	return []codec.Variant{codec.DoubleVariant(a + b)}, status.Good
+}
+
+// demoEcho is Demo/Echo: it returns its one argument of any type.
+func demoEcho(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Variant, status.Code) {
+	return []codec.Variant{in[0]}, status.Good
+}
+
+// runSimulation updates Demo/Simulation/Sine every demoTick through SetValue, so that
+// OnChange observers see each change, until ctx ends; then it closes done.
+func (s *Server) runSimulation(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(demoTick)
+	defer t.Stop()
+	start := s.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := s.now()
+		phase := 2 * math.Pi * float64(now.Sub(start)) / float64(demoSinePeriod)
+		ts := codec.DateTimeOf(now)
+		s.space.SetValue(demoSineID, codec.DataValue{Value: codec.DoubleVariant(math.Sin(phase)), SourceTimestamp: ts, ServerTimestamp: ts})
+	}
+}
+
+// newSpace returns the server's address space: namespace 0, plus the demo namespace
+// mounted in the same Space when demo is on.
+func newSpace(demo bool) (*addrspace.Space, error) {
+	if !demo {
+		return addrspace.NewNamespace0(), nil
+	}
+	sp := addrspace.New(addrspace.NamespaceURI0, DemoNamespaceURI)
+	if err := addDemoNamespace(sp); err != nil {
+		return nil, fmt.Errorf("demo namespace: %w", err)
+	}
+	return sp, nil
+}

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"context"
+
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// call answers Call (Part 4 §5.11.2): the session checks, BadNothingToDo and
+// BadTooManyOperations (OperationLimits.MaxNodesPerMethodCall) as a ServiceFault, then
+// one CallOp to the address space, which checks objects, methods and arguments and runs
+// the handlers. The handlers of the built-in Methods are fast, so Call is answered
+// inline like Read.
+func (s *Server) call(ctx context.Context, req uasc.Request, m *ua.CallRequest) {
+	h := m.RequestHeader
+	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	if code == status.Good {
+		code = checkCount(len(m.MethodsToCall), s.cfg.OperationLimits.MaxNodesPerMethodCall)
+	}
+	if code != status.Good {
+		s.respond(req, s.fault(h, code))
+		return
+	}
+	op := &nodemgr.CallOp{
+		Principal: p,
+		Items:     m.MethodsToCall,
+		Results:   make([]ua.CallMethodResult, len(m.MethodsToCall)),
+	}
+	s.space.Call(ctx, op, func() {
+		s.respond(req, &ua.CallResponse{ResponseHeader: s.header(h, status.Good), Results: op.Results})
+	})
+}
