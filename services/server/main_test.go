@@ -33,7 +33,8 @@ func (b *syncBuffer) String() string {
 
 // TestRunStartsAndStops runs the process entry point with flags for port 0 and a temporary
 // PKI: it creates the application certificate, logs configuration, PKI and endpoints,
-// accepts a TCP connection and returns nil soon after its context is cancelled.
+// accepts a TCP connection and returns nil soon after its context is cancelled, having
+// closed its listener.
 func TestRunStartsAndStops(t *testing.T) {
 	t.Parallel()
 	pkiDir := filepath.Join(t.TempDir(), "pki")
@@ -75,9 +76,9 @@ func TestRunStartsAndStops(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(addr.String())
 	require.Contains(t, out, "opc.tcp://127.0.0.1:"+port, "endpoint URL takes the bound port")
-	// The listener is closed.
-	_, err = net.DialTimeout("tcp", addr.String(), time.Second)
-	require.Error(t, err)
+	// Whether the port is closed cannot be checked by dialing it: another test may already
+	// have been given the same ephemeral port. "server stopped" is logged after the
+	// listener is closed.
 }
 
 // TestRunHelp prints the flags and returns nil.
