@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/transport/uasc"
@@ -12,8 +14,10 @@ import (
 
 const statusInternal = status.BadInternalError
 
-// handle is the uasc Handler: it runs on the channel's reading goroutine, answers the
-// in-memory services inline and hands CreateSession and ActivateSession to a worker.
+// handle is the uasc Handler: it runs on the channel's reading goroutine. It answers the
+// in-memory services inline and hands what may block to the request queue: CreateSession
+// and ActivateSession (RSA and password hashing) and Reads that reach a node manager
+// mounted with Options.Managers.
 func (s *Server) handle(ctx context.Context, req uasc.Request) {
 	switch m := req.Message.(type) {
 	case *ua.GetEndpointsRequest:
@@ -21,13 +25,17 @@ func (s *Server) handle(ctx context.Context, req uasc.Request) {
 	case *ua.FindServersRequest:
 		s.respond(req, s.findServers(m))
 	case *ua.CreateSessionRequest:
-		s.worker(req, m.RequestHeader, func() codec.Structure { return s.createSession(req.Channel, m) })
+		s.enqueue(ctx, req, m.RequestHeader, func(p *pending) { p.answer(s.createSession(req.Channel, m)) })
 	case *ua.ActivateSessionRequest:
-		s.worker(req, m.RequestHeader, func() codec.Structure { return s.activateSession(req.Channel, m) })
+		s.enqueue(ctx, req, m.RequestHeader, func(p *pending) { p.answer(s.activateSession(req.Channel, m)) })
 	case *ua.CloseSessionRequest:
 		s.respond(req, s.closeSession(req.Channel, m))
 	case *ua.ReadRequest:
-		s.read(ctx, req, m)
+		if s.routesRead(m) {
+			s.readRouted(ctx, req, m)
+		} else {
+			s.read(ctx, req, m)
+		}
 	case *ua.WriteRequest:
 		s.write(ctx, req, m)
 	case *ua.CallRequest:
@@ -43,22 +51,94 @@ func (s *Server) handle(ctx context.Context, req uasc.Request) {
 	}
 }
 
-// worker runs fn on its own goroutine and sends its response; when all
-// MaxRequestThreadCount workers are busy the request is refused with BadServerTooBusy.
-func (s *Server) worker(req uasc.Request, h ua.RequestHeader, fn func() codec.Structure) {
-	select {
-	case s.workers <- struct{}{}:
-	default:
-		s.respond(req, s.fault(h, status.BadServerTooBusy))
+// pending is a request handed to the request queue: it is answered once, by its job, by
+// its deadline (RequestHeader.TimeoutHint after receipt, Part 4 §7.32) with BadTimeout,
+// or not at all when the channel ends first. An answer after the first is dropped.
+type pending struct {
+	s   *Server
+	req uasc.Request
+	h   ua.RequestHeader
+	// ctx ends when the request is answered, times out or its channel ends; node
+	// managers get it.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopTime func() bool // stops the deadline's answer; nil without a deadline
+	answered atomic.Bool
+}
+
+// answer sends msg unless the request was answered already; it reports whether it sent.
+func (p *pending) answer(msg codec.Structure) bool {
+	if !p.answered.CompareAndSwap(false, true) {
+		return false
+	}
+	if p.stopTime != nil {
+		p.stopTime()
+	}
+	p.cancel()
+	p.s.respond(p.req, msg)
+	return true
+}
+
+// timeout answers BadTimeout unless the request was answered already. It runs when the
+// deadline passes and does not touch stopTime, which may not be set yet.
+func (p *pending) timeout() {
+	if p.answered.CompareAndSwap(false, true) {
+		p.s.respond(p.req, p.s.fault(p.h, status.BadTimeout))
+	}
+}
+
+// done reports whether the request was answered (or timed out) already, so that a job
+// that finds it so skips its work.
+func (p *pending) done() bool { return p.answered.Load() }
+
+// enqueue hands job to the request queue. When the queue is full the request is answered
+// with a ServiceFault BadServerTooBusy carrying a RetryAfterMs hint; after Serve the
+// answer is BadShutdown. A job gets the pending request and answers it with
+// pending.answer; it must not wait on I/O (see requestQueue).
+func (s *Server) enqueue(ctx context.Context, req uasc.Request, h ua.RequestHeader, job func(*pending)) {
+	p := &pending{s: s, req: req, h: h}
+	if h.TimeoutHint > 0 {
+		timeout := time.Duration(h.TimeoutHint) * time.Millisecond
+		p.ctx, p.cancel = context.WithTimeout(ctx, timeout)
+		deadline := p.ctx
+		p.stopTime = context.AfterFunc(deadline, func() {
+			if errors.Is(deadline.Err(), context.DeadlineExceeded) {
+				p.timeout()
+			}
+		})
+	} else {
+		p.ctx, p.cancel = context.WithCancel(ctx)
+	}
+	ok, retryAfter := s.queue.push(func() {
+		if !p.done() {
+			job(p)
+		}
+	})
+	if ok {
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.workers }()
-		s.respond(req, fn())
-	}()
+	if s.stopping.Load() {
+		p.answer(s.fault(h, status.BadShutdown))
+		return
+	}
+	f := s.fault(h, status.BadServerTooBusy)
+	f.ResponseHeader.AdditionalHeader = retryAfterHeader(retryAfter)
+	p.answer(f)
 }
+
+// retryAfterHeader returns the AdditionalHeader that tells a client how long to wait
+// before it retries: an AdditionalParametersType (Part 4 §7.1) with the parameter
+// RetryAfterMs, a whole number of milliseconds as Int64, as the OPC Foundation .NET
+// stack sends it with BadServerTooBusy (UA-.NETStandard Docs/RetryAfterSignaling.md).
+func retryAfterHeader(d time.Duration) codec.ExtensionObject {
+	return codec.NewExtensionObject(&ua.AdditionalParametersType{Parameters: []ua.KeyValuePair{{
+		Key:   codec.QualifiedName{Name: retryAfterKey},
+		Value: codec.Int64Variant(d.Milliseconds()),
+	}}})
+}
+
+// retryAfterKey is the name of the RetryAfterMs parameter of an AdditionalHeader.
+const retryAfterKey = "RetryAfterMs"
 
 // respond sends msg; a failure means the channel is gone, which the channel's own
 // goroutine reports.

@@ -12,6 +12,10 @@
 //
 // Dispatch (DESIGN.md "How a request flows", step 5): the uasc Handler runs on the
 // channel's reading goroutine. In-memory services (discovery, Read, Browse, ...) are
-// answered inline; CreateSession and ActivateSession, which do RSA and password hashing
-// work, run on their own goroutine, bounded by Limits.MaxRequestThreadCount.
+// answered inline. What may block goes through the request queue (Limits.
+// MaxQueuedRequestCount, BadServerTooBusy with a RetryAfterMs hint when full) to its
+// workers (Limits.Min/MaxRequestThreadCount): CreateSession and ActivateSession, which do
+// RSA and password hashing work, and Reads of the node managers mounted with
+// Options.Managers, which complete through their done callback and so hold no worker
+// while they wait. A queued request whose TimeoutHint passes is answered BadTimeout.
 package server

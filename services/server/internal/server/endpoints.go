@@ -79,8 +79,9 @@ func channelSecurity(cfg *config.Config) ([]uasc.SecurityConfig, error) {
 	return out, nil
 }
 
-// userTokenPolicies returns the identity tokens offered on every endpoint. Certificate
-// tokens are not implemented yet and are left out (New logs a warning).
+// userTokenPolicies returns the identity tokens offered on every endpoint. An
+// X509IdentityToken policy without a SecurityPolicy uses the channel's, so on a None
+// endpoint it can only be used when the configuration names one (Part 4 §7.41.5).
 func userTokenPolicies(cfg *config.Config) []ua.UserTokenPolicy {
 	var out []ua.UserTokenPolicy
 	for _, p := range cfg.Security.UserTokenPolicies {
@@ -93,6 +94,12 @@ func userTokenPolicies(cfg *config.Config) []ua.UserTokenPolicy {
 				uri, _ = config.PolicyURI(p.SecurityPolicy)
 			}
 			out = append(out, ua.UserTokenPolicy{PolicyId: policyIDUserName, TokenType: ua.UserTokenTypeUserName, SecurityPolicyUri: uri})
+		case config.TokenCertificate:
+			uri := ""
+			if p.SecurityPolicy != "" {
+				uri, _ = config.PolicyURI(p.SecurityPolicy)
+			}
+			out = append(out, ua.UserTokenPolicy{PolicyId: policyIDCertificate, TokenType: ua.UserTokenTypeCertificate, SecurityPolicyUri: uri})
 		}
 	}
 	return out

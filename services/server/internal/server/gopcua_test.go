@@ -180,7 +180,7 @@ func TestGopcuaDiscovery(t *testing.T) {
 // certificate. An unknown user and a wrong password are refused with BadUserAccessDenied.
 func TestGopcuaUserNameOnNone(t *testing.T) {
 	t.Parallel()
-	hash, err := config.HashPassword("pw")
+	hash, err := cheapHash("pw")
 	require.NoError(t, err)
 	ts := servertest.New(t, servertest.Options{Configure: func(c *config.Config) {
 		c.Security.Users = []config.User{{Name: "bob", PasswordHash: hash}}

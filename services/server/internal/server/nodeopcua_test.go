@@ -115,7 +115,7 @@ func TestNodeOPCUANoneAnonymous(t *testing.T) {
 // refused with BadUserAccessDenied for a wrong password.
 func TestNodeOPCUABasic256Sha256UserName(t *testing.T) {
 	t.Parallel()
-	hash, err := config.HashPassword("s3cret")
+	hash, err := cheapHash("s3cret")
 	require.NoError(t, err)
 	ts := servertest.New(t, servertest.Options{Configure: func(c *config.Config) {
 		c.Security.AutoAcceptUntrusted = true

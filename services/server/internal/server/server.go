@@ -10,9 +10,11 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
@@ -33,6 +35,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Managers are in-process node managers mounted after the built-in namespaces: each
+	// URI a manager's Namespaces returns gets the next index of the NamespaceArray. A
+	// manager that implements nodemgr.Reader answers the Read items of its namespaces,
+	// through the request queue, so it may complete from another goroutine. A URI served
+	// twice is an error.
+	Managers []nodemgr.Manager
 }
 
 // Server is an OPC UA server built from a checked configuration. Create it with New,
@@ -51,9 +59,16 @@ type Server struct {
 	channels  *uasc.Server
 	startTime codec.DateTime
 
+	// namespaces is the NamespaceArray: those of space, then those of the Managers.
+	namespaces []string
+	// readers answer the Read items of the namespace with the index they are stored at;
+	// nil (or beyond its end) means space.
+	readers []nodemgr.Reader
+
 	stopTrust func()
-	workers   chan struct{}  // a slot per running worker, MaxRequestThreadCount in all
-	wg        sync.WaitGroup // counts the workers
+	queue     *requestQueue
+	wg        sync.WaitGroup // counts the queued and running jobs of queue
+	stopping  atomic.Bool    // set when Serve stops taking requests
 	closeOnce sync.Once
 
 	dummyOnce sync.Once
@@ -93,25 +108,28 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		_ = p.Close()
 		return nil, err
 	}
-	for _, t := range cfg.Security.UserTokenPolicies {
-		if t.Type == config.TokenCertificate {
-			log.Warn("user token type not supported yet; not offered", "type", t.Type)
-		}
+	namespaces, readers, err := mountManagers(space, opts.Managers)
+	if err != nil {
+		_ = p.Close()
+		return nil, err
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       log,
-		now:       now,
-		pki:       p,
-		cert:      cert,
-		key:       key,
-		endpoints: buildEndpoints(cfg, sec, cert.Raw),
-		tokens:    userTokenPolicies(cfg),
-		space:     space,
-		sessions:  newSessions(cfg.Limits.MaxSessionCount, now),
-		startTime: codec.DateTimeOf(now()),
-		workers:   make(chan struct{}, cfg.Limits.MaxRequestThreadCount),
+		cfg:        cfg,
+		log:        log,
+		now:        now,
+		pki:        p,
+		cert:       cert,
+		key:        key,
+		endpoints:  buildEndpoints(cfg, sec, cert.Raw),
+		tokens:     userTokenPolicies(cfg),
+		space:      space,
+		sessions:   newSessions(cfg.Limits.MaxSessionCount, now),
+		startTime:  codec.DateTimeOf(now()),
+		namespaces: namespaces,
+		readers:    readers,
 	}
+	s.queue = newRequestQueue(cfg.Limits.MaxQueuedRequestCount,
+		cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now, &s.wg)
 	if err := s.initServerObject(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -162,8 +180,8 @@ func (s *Server) PKIDir() string { return s.pki.Root() }
 func (s *Server) Certificate() *x509.Certificate { return s.cert }
 
 // Serve accepts connections on ln until ctx ends, then closes ln, waits for the channels
-// and the running workers to finish and returns nil. Another failure of ln is returned.
-// While it runs, the demo namespace's simulated values change (when it is on).
+// and for the request workers to drain the queue and returns nil. Another failure of ln
+// is returned. While it runs, the demo namespace's simulated values change (when it is on).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	simCtx, stopSim := context.WithCancel(ctx)
 	simDone := make(chan struct{})
@@ -172,10 +190,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	} else {
 		close(simDone)
 	}
-	err := s.channels.Serve(ctx, ln)
+	err := s.serveChannels(ctx, ln)
 	stopSim()
 	<-simDone
-	s.wg.Wait()
+	s.stopping.Store(true)
+	s.queue.close()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -220,7 +239,7 @@ func (s *Server) buildInfo() ua.BuildInfo {
 // whole-structure value are computed at read time.
 func (s *Server) initServerObject() error {
 	bi := s.buildInfo()
-	nsArray, err := codec.VariantOf(s.space.Namespaces())
+	nsArray, err := codec.VariantOf(s.namespaces)
 	if err != nil {
 		return err
 	}

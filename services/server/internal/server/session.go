@@ -49,6 +49,11 @@ type sessions struct {
 	byToken map[codec.NodeId]*session
 	max     int
 	now     func() time.Time
+
+	// failedOnce makes failed on first use, from the server's configuration
+	// (Server.failedLogins); the lockout has its own lock.
+	failedOnce sync.Once
+	failed     *lockout
 }
 
 func newSessions(max int, now func() time.Time) *sessions {
@@ -136,7 +141,7 @@ func (t *sessions) activate(token codec.NodeId, channelID uint32, p nodemgr.Prin
 		return nil, code
 	}
 	// Moving an activated session to another channel keeps its user (Part 4 §5.6.3.1).
-	if s.activated && s.channelID != channelID && (s.principal.Anonymous != p.Anonymous || s.principal.UserName != p.UserName) {
+	if s.activated && s.channelID != channelID && (s.principal.Anonymous != p.Anonymous || s.principal.UserName != p.UserName || s.principal.Thumbprint != p.Thumbprint) {
 		return nil, status.BadIdentityChangeNotSupported
 	}
 	s.activated = true

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/transport/policy"
@@ -116,11 +118,23 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 			return s.fault(h, status.BadApplicationSignatureInvalid)
 		}
 	}
-	principal, code := s.identify(ch, m.UserIdentityToken, snap.nonce)
+	// A locked-out client is refused before its credentials are checked, so a correct
+	// password does not tell it apart (Security.MaxFailedAuthenticationAttempts).
+	failures := s.failedLogins()
+	key := lockoutKey(ch, m.UserIdentityToken)
+	if failures.locked(key) {
+		s.log.Info("session activation refused: client locked out", "session", snap.id)
+		return s.fault(h, status.BadUserAccessDenied)
+	}
+	principal, code := s.identify(ch, m.UserIdentityToken, m.UserTokenSignature, snap.nonce)
 	if code != status.Good {
+		if failures.fail(key) {
+			s.log.Warn("too many failed logins; client locked out", "lockout", s.cfg.Security.FailedAuthenticationLockout)
+		}
 		s.log.Info("session activation refused", "session", snap.id, "status", code)
 		return s.fault(h, code)
 	}
+	failures.succeed(key)
 	principal.SessionID = snap.id
 	nonce, code := s.sessions.activate(h.AuthenticationToken, ch.ID(), principal)
 	if code != status.Good {
@@ -140,11 +154,12 @@ func (s *Server) tokenPolicy(policyID string, typ ua.UserTokenType) (ua.UserToke
 }
 
 // identify checks a user identity token (Part 4 §7.41): a null token or an
-// AnonymousIdentityToken when anonymous logins are offered, or a UserNameIdentityToken
-// whose password matches a configured user. The password is decrypted with the server
+// AnonymousIdentityToken when anonymous logins are offered, a UserNameIdentityToken
+// whose password matches a configured user, or an X509IdentityToken with its
+// userTokenSignature sig (identifyX509). The password is decrypted with the server
 // key under the token policy's SecurityPolicy (the channel's when the policy names none);
 // a plain password (policy None) is accepted only on a SignAndEncrypt channel.
-func (s *Server) identify(ch *uasc.ServerChannel, tok codec.ExtensionObject, nonce []byte) (nodemgr.Principal, status.Code) {
+func (s *Server) identify(ch *uasc.ServerChannel, tok codec.ExtensionObject, sig ua.SignatureData, nonce []byte) (nodemgr.Principal, status.Code) {
 	switch t := tok.Value.(type) {
 	case nil:
 		if !tok.IsNull() {
@@ -186,6 +201,8 @@ func (s *Server) identify(ch *uasc.ServerChannel, tok codec.ExtensionObject, non
 		// An unknown user costs a hash check too, so timing does not tell names apart.
 		_ = config.CheckPassword(s.dummyHash(), string(password))
 		return nodemgr.Principal{}, status.BadUserAccessDenied
+	case *ua.X509IdentityToken:
+		return s.identifyX509(ch, t, sig, nonce)
 	}
 	return nodemgr.Principal{}, status.BadIdentityTokenInvalid
 }
@@ -239,12 +256,20 @@ func (s *Server) closeSession(ch *uasc.ServerChannel, m *ua.CloseSessionRequest)
 	return &ua.CloseSessionResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
 }
 
-// dummyHash returns a password hash made once, on first use, for unknown user names.
+// dummyHash returns a password hash made once, on first use, for unknown user names. It
+// has the bcrypt cost of the configured users' hashes, so that refusing an unknown name
+// takes as long as refusing a wrong password.
 func (s *Server) dummyHash() string {
 	s.dummyOnce.Do(func() {
-		h, err := config.HashPassword(string(randomBytes(16)))
-		if err == nil {
-			s.dummy = h
+		cost := config.PasswordCost
+		for _, u := range s.cfg.Security.Users {
+			if c, err := bcrypt.Cost([]byte(u.PasswordHash)); err == nil {
+				cost = c
+				break
+			}
+		}
+		if h, err := bcrypt.GenerateFromPassword(randomBytes(16), cost); err == nil {
+			s.dummy = string(h)
 		}
 	})
 	return s.dummy

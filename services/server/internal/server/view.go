@@ -26,16 +26,7 @@ func checkCount(n, max int) status.Code {
 // BadNodeIdUnknown and BadAttributeIdInvalid come from the address space.
 func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
-	if code == status.Good {
-		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
-	}
-	if code == status.Good && m.MaxAge < 0 {
-		code = status.BadMaxAgeInvalid
-	}
-	if code == status.Good && (m.TimestampsToReturn < ua.TimestampsToReturnSource || m.TimestampsToReturn > ua.TimestampsToReturnNeither) {
-		code = status.BadTimestampsToReturnInvalid
-	}
+	p, code := s.checkRead(req.Channel, m)
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
 		return
@@ -50,6 +41,23 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	s.space.Read(ctx, op, func() {
 		s.respond(req, &ua.ReadResponse{ResponseHeader: s.header(h, status.Good), Results: op.Results})
 	})
+}
+
+// checkRead makes the checks of a Read that come before any node is read: the session,
+// BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRead), MaxAge and
+// TimestampsToReturn. It returns who asks.
+func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest) (nodemgr.Principal, status.Code) {
+	p, code := s.sessions.principal(m.RequestHeader.AuthenticationToken, ch.ID())
+	if code == status.Good {
+		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
+	}
+	if code == status.Good && m.MaxAge < 0 {
+		code = status.BadMaxAgeInvalid
+	}
+	if code == status.Good && (m.TimestampsToReturn < ua.TimestampsToReturnSource || m.TimestampsToReturn > ua.TimestampsToReturnNeither) {
+		code = status.BadTimestampsToReturnInvalid
+	}
+	return p, code
 }
 
 // browse answers Browse (Part 4 §5.9.2) from namespace 0. When a node has more than
