@@ -529,14 +529,11 @@ func (e *Encoder) Variant(v *Variant) {
 // variant writes v when the fast path of Variant does not apply.
 func (e *Encoder) variant(v *Variant) {
 	if !v.array {
-		if sz := int(fixedSize[v.typ&31]); sz != 0 {
-			// Only reached when the buffer has fewer than 9 bytes spare.
-			n := len(e.buf)
+		if fixedSize[v.typ&31] != 0 {
+			// Only reached when the buffer has fewer than 9 bytes spare: make room, and
+			// the fast path applies.
 			e.grow(9)
-			b := e.buf[n : n+9]
-			b[0] = byte(v.typ)
-			binary.LittleEndian.PutUint64(b[1:], v.num)
-			e.buf = e.buf[:n+1+sz]
+			e.Variant(v)
 			return
 		}
 		e.variantScalar(v)

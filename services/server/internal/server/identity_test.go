@@ -46,15 +46,15 @@ func userIdentity(t *testing.T, name string, key *rsa.PrivateKey) ([]byte, *rsa.
 	return der, key
 }
 
-// clientCertificate returns another client application instance certificate for key, in
-// the manner of clientIdentity.
-func clientCertificate(t *testing.T, key *rsa.PrivateKey) []byte {
+// clientCertificate returns a self-signed client application instance certificate (DER)
+// for key, with gopcua's default ApplicationUri and the common name cn.
+func clientCertificate(t *testing.T, key *rsa.PrivateKey, cn string) []byte {
 	t.Helper()
 	uri, err := url.Parse("urn:gopcua:client")
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "gopcua test client 2"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment | x509.KeyUsageKeyEncipherment | x509.KeyUsageDataEncipherment | x509.KeyUsageCertSign,
@@ -193,6 +193,6 @@ func TestFailedLoginLockout(t *testing.T) {
 			continue
 		}
 		require.ErrorIs(t, login("s3cret", der, key), ua.StatusBadUserAccessDenied, "locked out")
-		require.NoError(t, login("s3cret", clientCertificate(t, key), key), "another client certificate is not locked out")
+		require.NoError(t, login("s3cret", clientCertificate(t, key, "gopcua test client 2"), key), "another client certificate is not locked out")
 	}
 }
