@@ -54,6 +54,12 @@ type sessions struct {
 	// (Server.failedLogins); the lockout has its own lock.
 	failedOnce sync.Once
 	failed     *lockout
+
+	// onEnd, when set before the server serves, is told of every session that ends
+	// (closed, timed out, dropped) with the table locked: it must not block or call back
+	// into the table. deleteSubscriptions is CloseSession's flag; a timeout leaves the
+	// subscriptions to their lifetime (Part 4 §5.13.7: they may still be transferred).
+	onEnd func(id codec.NodeId, deleteSubscriptions bool)
 }
 
 func newSessions(max int, now func() time.Time) *sessions {
@@ -155,14 +161,24 @@ func (t *sessions) activate(token codec.NodeId, channelID uint32, p nodemgr.Prin
 func (t *sessions) drop(token codec.NodeId) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.byToken, token)
+	if s, ok := t.byToken[token]; ok {
+		t.endLocked(s, true)
+	}
+}
+
+// endLocked removes s from the table and tells onEnd.
+func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
+	delete(t.byToken, s.authToken)
+	if t.onEnd != nil {
+		t.onEnd(s.id, deleteSubscriptions)
+	}
 }
 
 func (t *sessions) expireLocked() {
 	now := t.now()
-	for k, s := range t.byToken {
+	for _, s := range t.byToken {
 		if now.Sub(s.lastSeen) > s.timeout {
-			delete(t.byToken, k)
+			t.endLocked(s, false)
 		}
 	}
 }
@@ -176,7 +192,7 @@ func (t *sessions) lookupLocked(token codec.NodeId) (*session, status.Code) {
 	}
 	now := t.now()
 	if now.Sub(s.lastSeen) > s.timeout {
-		delete(t.byToken, token)
+		t.endLocked(s, false)
 		return nil, status.BadSessionIdInvalid
 	}
 	s.lastSeen = now
@@ -224,8 +240,8 @@ func (s *session) saveContinuationLocked(refs []ua.ReferenceDescription, perNode
 	return cp, status.Good
 }
 
-// remove deletes the session of token.
-func (t *sessions) remove(token codec.NodeId, channelID uint32) status.Code {
+// remove deletes the session of token, and its subscriptions when deleteSubscriptions.
+func (t *sessions) remove(token codec.NodeId, channelID uint32, deleteSubscriptions bool) status.Code {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, code := t.lookupLocked(token)
@@ -235,6 +251,6 @@ func (t *sessions) remove(token codec.NodeId, channelID uint32) status.Code {
 	if s.channelID != channelID {
 		return status.BadSecureChannelIdInvalid
 	}
-	delete(t.byToken, token)
+	t.endLocked(s, deleteSubscriptions)
 	return status.Good
 }

@@ -248,9 +248,9 @@ func (s *Server) userPassword(uri string, mode ua.MessageSecurityMode, t *ua.Use
 }
 
 // closeSession answers CloseSession (Part 4 §5.6.4): the session and its continuation
-// points are dropped. There are no subscriptions yet, so DeleteSubscriptions is moot.
+// points are dropped, and its subscriptions when DeleteSubscriptions is set.
 func (s *Server) closeSession(ch *uasc.ServerChannel, m *ua.CloseSessionRequest) codec.Structure {
-	if code := s.sessions.remove(m.RequestHeader.AuthenticationToken, ch.ID()); code != status.Good {
+	if code := s.sessions.remove(m.RequestHeader.AuthenticationToken, ch.ID(), m.DeleteSubscriptions); code != status.Good {
 		return s.fault(m.RequestHeader, code)
 	}
 	return &ua.CloseSessionResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
