@@ -1,0 +1,12 @@
+module uastack.dev/services/discovery
+
+go 1.26
+
+require (
+	github.com/stretchr/testify v1.12.1
+	uastack.dev/pkg v0.0.0
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
+
+replace uastack.dev/pkg => ../../pkg
