@@ -109,8 +109,11 @@ func (c *Cache) Keys() []string {
 }
 
 // GetEndpoints answers m for the server under key: its endpoints whose transport
-// profile m asks for, with the caller's host where the server is reached by it. It
-// returns nil when there is no such server. Release the Answer once it is sent.
+// profile m asks for, with the caller's host where the server is reached by it. When
+// other servers share its ApplicationUri (a redundant set), their endpoints are in the
+// answer too, the servers ordered by ServiceLevel, highest first, so that a client
+// taking the first suitable endpoint takes the healthiest node. It returns nil when
+// there is no such server. Release the Answer once it is sent.
 func (c *Cache) GetEndpoints(key string, m *ua.GetEndpointsRequest, now codec.DateTime) *Answer {
 	c.mu.RLock()
 	srv, ok := c.servers[key]
@@ -121,11 +124,27 @@ func (c *Cache) GetEndpoints(key string, m *ua.GetEndpointsRequest, now codec.Da
 	k := answerKey{server: key, host: knownHost(srv.Hosts, hostOf(m.EndpointUrl)), locale: firstLocale(m.LocaleIds), profiles: profileMask(srv, m.ProfileUris)}
 	body, ok := c.answers[k]
 	gen := c.gen
+	if !ok {
+		body = encodeEndpoints(c.redundantSetLocked(key, srv), srv, k)
+	}
 	c.mu.RUnlock()
 	if !ok {
-		body = c.store(k, encodeEndpoints(srv, k), gen)
+		body = c.store(k, body, gen)
 	}
 	return newAnswer(typeGetEndpoints, body, m.RequestHeader.RequestHandle, now)
+}
+
+// redundantSetLocked returns srv and the other servers with its ApplicationUri, highest
+// ServiceLevel first, srv first among equals. The caller holds c.mu.
+func (c *Cache) redundantSetLocked(key string, srv *Server) []*Server {
+	set := []*Server{srv}
+	for _, k := range c.order {
+		if other := c.servers[k]; k != key && other.Application.ApplicationUri == srv.Application.ApplicationUri {
+			set = append(set, other)
+		}
+	}
+	slices.SortStableFunc(set, func(a, b *Server) int { return int(b.ServiceLevel) - int(a.ServiceLevel) })
+	return set
 }
 
 // FindServers answers m: every server, or those whose ApplicationUri m names, those of
@@ -172,21 +191,24 @@ func (c *Cache) store(k answerKey, body []byte, gen uint64) []byte {
 	return body
 }
 
-// encodeEndpoints encodes the GetEndpointsResponse of srv for k, with a zero Timestamp
-// and RequestHandle that newAnswer's Answer replaces.
-func encodeEndpoints(srv *Server, k answerKey) []byte {
+// encodeEndpoints encodes the GetEndpointsResponse for k of the servers in set, asked
+// among them, with a zero Timestamp and RequestHandle that the Answer replaces. The
+// caller's host applies to asked only: the others are reached by their own names.
+func encodeEndpoints(set []*Server, asked *Server, k answerKey) []byte {
 	resp := ua.GetEndpointsResponse{ResponseHeader: ua.ResponseHeader{ServiceResult: status.Good}}
-	profiles := serverProfiles(srv)
-	for _, ep := range srv.Endpoints {
-		if k.profiles&(1<<profileIndex(profiles, ep.TransportProfileUri)) == 0 {
-			continue
+	profiles := serverProfiles(asked)
+	for _, srv := range set {
+		for _, ep := range srv.Endpoints {
+			if i := slices.Index(profiles, ep.TransportProfileUri); i >= 0 && k.profiles&(1<<min(i, 63)) == 0 || i < 0 && k.profiles != ^uint64(0) {
+				continue
+			}
+			ep.Server = localized(srv, k.locale)
+			if k.host != "" && srv == asked {
+				ep.EndpointUrl = withHost(ep.EndpointUrl, k.host)
+				ep.Server.DiscoveryUrls = withHosts(ep.Server.DiscoveryUrls, k.host)
+			}
+			resp.Endpoints = append(resp.Endpoints, ep)
 		}
-		ep.Server = localized(srv, k.locale)
-		if k.host != "" {
-			ep.EndpointUrl = withHost(ep.EndpointUrl, k.host)
-			ep.Server.DiscoveryUrls = withHosts(ep.Server.DiscoveryUrls, k.host)
-		}
-		resp.Endpoints = append(resp.Endpoints, ep)
 	}
 	return encode(&resp)
 }
@@ -264,14 +286,6 @@ func serverProfiles(srv *Server) []string {
 		}
 	}
 	return out
-}
-
-func profileIndex(profiles []string, uri string) int {
-	i := slices.Index(profiles, uri)
-	if i < 0 || i > 63 {
-		return 63
-	}
-	return i
 }
 
 // profileMask returns which of srv's transport profiles wanted names, as bits in the

@@ -246,3 +246,26 @@ func TestCachedAnswerAllocatesNothing(t *testing.T) {
 	require.Less(t, allocs, 0.5)
 	require.NoError(t, e.Err())
 }
+
+func TestGetEndpointsOfARedundantSetHealthiestFirst(t *testing.T) {
+	c := NewCache()
+	c.Set("n1", testServer("urn:cluster", "opc.tcp://node1:4840", 100))
+	c.Set("n2", testServer("urn:cluster", "opc.tcp://node2:4840", 250))
+	c.Set("x", testServer("urn:other", "opc.tcp://other:4840", 255))
+	c.Set("n3", testServer("urn:cluster", "opc.tcp://node3:4840", 180))
+	urls := func(key string) []string {
+		a := c.GetEndpoints(key, &ua.GetEndpointsRequest{ProfileUris: []string{tcpProfile}}, codec.Now())
+		defer a.Release()
+		var out []string
+		for _, ep := range decodeAnswer[*ua.GetEndpointsResponse](t, a).Endpoints {
+			if len(out) == 0 || out[len(out)-1] != ep.EndpointUrl {
+				out = append(out, ep.EndpointUrl)
+			}
+		}
+		return out
+	}
+	want := []string{"opc.tcp://node2:4840", "opc.tcp://node3:4840", "opc.tcp://node1:4840"}
+	require.Equal(t, want, urls("n1"))
+	require.Equal(t, want, urls("n3"))
+	require.Equal(t, []string{"opc.tcp://other:4840"}, urls("x"))
+}
