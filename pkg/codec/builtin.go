@@ -169,6 +169,7 @@ const (
 // LocalizedText writes v with its encoding mask (Part 6 §5.2.2.14); a null or empty
 // Locale or Text is left out.
 func (e *Encoder) LocalizedText(v LocalizedText) {
+	e.fit()
 	var mask byte
 	if v.Locale != "" {
 		mask |= ltLocale

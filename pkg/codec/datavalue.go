@@ -25,6 +25,7 @@ const (
 // DataValue writes v (Part 6 §5.2.2.17). Picoseconds are written only beside their
 // timestamp, clamped to 9999, and as 0 beside DateTime.MinValue or MaxValue (Part 6 §5.1.4).
 func (e *Encoder) DataValue(v *DataValue) {
+	e.fit()
 	srcTS, srvTS := v.SourceTimestamp.clamp(), v.ServerTimestamp.clamp()
 	srcPS, srvPS := picoseconds(srcTS, v.SourcePicoseconds), picoseconds(srvTS, v.ServerPicoseconds)
 	var mask byte
@@ -139,6 +140,7 @@ const (
 
 // DiagnosticInfo writes v.
 func (e *Encoder) DiagnosticInfo(v *DiagnosticInfo) {
+	e.fit()
 	mask := v.Mask &^ HasInnerDiagnosticInfo
 	if v.InnerDiagnosticInfo != nil {
 		mask |= HasInnerDiagnosticInfo

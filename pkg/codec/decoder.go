@@ -20,6 +20,7 @@ type Decoder struct {
 	err    error
 	depth  int
 	limits Limits
+	ids    *idCache // nil unless CacheNodeIds turned it on
 }
 
 // NewDecoder returns a Decoder over b with DefaultLimits.

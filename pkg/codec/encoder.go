@@ -18,6 +18,13 @@ type Encoder struct {
 	buf   []byte
 	err   error
 	depth int
+	// Chunked mode (ResetChunks): win is the current window, buf its written part (or,
+	// after an overflow, a copy that append made), done the full windows and base the
+	// bytes in them.
+	src  ChunkSource
+	win  []byte
+	done [][]byte
+	base int
 }
 
 // NewEncoder returns an Encoder appending to buf[:0].
@@ -28,13 +35,18 @@ func (e *Encoder) Reset(buf []byte) {
 	e.buf = buf[:0]
 	e.err = nil
 	e.depth = 0
+	if e.src != nil || len(e.done) > 0 {
+		clear(e.done)
+		e.src, e.win, e.done, e.base = nil, nil, e.done[:0], 0
+	}
 }
 
-// Bytes returns the encoded bytes. They alias the Encoder's buffer.
+// Bytes returns the encoded bytes. They alias the Encoder's buffer. A chunked Encoder
+// returns the written part of its current window (see Chunks).
 func (e *Encoder) Bytes() []byte { return e.buf }
 
 // Len returns the number of bytes encoded so far.
-func (e *Encoder) Len() int { return len(e.buf) }
+func (e *Encoder) Len() int { return e.base + len(e.buf) }
 
 // Err returns the first error met while encoding, as a status.Code.
 func (e *Encoder) Err() error { return e.err }
@@ -47,7 +59,7 @@ func (e *Encoder) Fail(err error) {
 }
 
 // Raw appends b unchanged.
-func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }
+func (e *Encoder) Raw(b []byte) { e.put(b) }
 
 // Boolean writes 1 for true and 0 for false (Part 6 §5.2.2.1).
 func (e *Encoder) Boolean(v bool) {
@@ -104,6 +116,7 @@ func (e *Encoder) Guid(v Guid) {
 
 // String writes v with an Int32 length prefix; a null string (see IsNull) is written as -1.
 func (e *Encoder) String(v string) {
+	e.fit()
 	if len(v) == 0 {
 		if unsafe.StringData(v) == nil {
 			e.Int32(-1)
@@ -118,7 +131,7 @@ func (e *Encoder) String(v string) {
 		return
 	}
 	e.Int32(int32(len(v)))
-	e.buf = append(e.buf, v...)
+	e.putString(v)
 }
 
 // XmlElement writes v like a String.
@@ -126,6 +139,7 @@ func (e *Encoder) XmlElement(v string) { e.String(v) }
 
 // ByteString writes v with an Int32 length prefix; nil is written as -1.
 func (e *Encoder) ByteString(v []byte) {
+	e.fit()
 	if v == nil {
 		e.Int32(-1)
 		return
@@ -136,7 +150,7 @@ func (e *Encoder) ByteString(v []byte) {
 		return
 	}
 	e.Int32(int32(len(v)))
-	e.buf = append(e.buf, v...)
+	e.put(v)
 }
 
 // ArrayLength writes the Int32 length prefix of an array; null arrays are written as -1.
@@ -154,14 +168,19 @@ func (e *Encoder) ArrayLength(n int, null bool) {
 // reserveLength writes a placeholder for a length prefix and returns its offset for
 // patchLength.
 func (e *Encoder) reserveLength() int {
-	at := len(e.buf)
+	e.fit()
+	at := e.Len()
 	e.buf = append(e.buf, 0, 0, 0, 0)
 	return at
 }
 
 // patchLength stores the number of bytes written since the placeholder at at.
 func (e *Encoder) patchLength(at int) {
-	binary.LittleEndian.PutUint32(e.buf[at:], uint32(len(e.buf)-at-4))
+	if at >= e.base {
+		binary.LittleEndian.PutUint32(e.buf[at-e.base:], uint32(len(e.buf)-at+e.base-4))
+		return
+	}
+	e.patchUint32(at, uint32(e.Len()-at-4))
 }
 
 func (e *Encoder) enter() bool {

@@ -97,6 +97,7 @@ func (x *ExtensionObject) IsNull() bool {
 // ExtensionObject writes x. A decoded or wrapped Value is written with its binary
 // encoding id and a length patched in after the body.
 func (e *Encoder) ExtensionObject(x *ExtensionObject) {
+	e.fit()
 	if x.Value != nil {
 		e.NodeId(x.Value.TypeInfo().BinaryEncoding)
 		e.buf = append(e.buf, ExtensionObjectBinary)

@@ -36,6 +36,7 @@ func binFuzzRoundTrip[T any](t *testing.T, data []byte, c binCodec[T]) {
 		t.Fatalf("encoding a decoded value failed: %v\nvalue: %v", err, v1)
 	}
 	b1 := slices.Clone(e.Bytes())
+	binFuzzChunked(t, b1, func(e *codec.Encoder) { c.enc(e, &v1) })
 
 	d.Reset(b1)
 	var v2 T
@@ -124,5 +125,6 @@ func FuzzDecodeNodeId(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		binFuzzRoundTrip(t, data, binNodeIdCodec)
 		binFuzzRoundTrip(t, data, binExpandedNodeIdCodec)
+		binFuzzCachedNodeIds(t, data)
 	})
 }

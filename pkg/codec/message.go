@@ -23,7 +23,35 @@ func (d *Decoder) Message() Structure {
 		d.Fail(status.BadServiceUnsupported)
 		return nil
 	}
-	v := t.New()
+	return d.messageBody(t.New())
+}
+
+// MessageInto is Message that decodes into spare, a message of the same type decoded
+// earlier and no longer used, when the message has spare's type: every field of spare is
+// overwritten, and its slices are reused where their capacity suffices, so that a caller
+// that recycles its requests allocates nothing for them. Otherwise, or when spare is nil,
+// it is Message. The caller tells which by comparing the result with spare.
+func (d *Decoder) MessageInto(spare Structure) Structure {
+	if spare == nil {
+		return d.Message()
+	}
+	typeID := d.NodeId()
+	if d.err != nil {
+		return nil
+	}
+	if t := spare.TypeInfo(); t.BinaryEncoding == typeID {
+		return d.messageBody(spare)
+	}
+	t := LookupType(typeID)
+	if t == nil || t.BinaryEncoding != typeID {
+		d.Fail(status.BadServiceUnsupported)
+		return nil
+	}
+	return d.messageBody(t.New())
+}
+
+// messageBody decodes the body of a message into v; trailing bytes are an error.
+func (d *Decoder) messageBody(v Structure) Structure {
 	v.DecodeBinary(d)
 	if d.err == nil && d.pos != len(d.buf) {
 		d.Fail(status.BadDecodingError)

@@ -191,6 +191,7 @@ const (
 func (e *Encoder) NodeId(v NodeId) { e.nodeID(v, 0) }
 
 func (e *Encoder) nodeID(v NodeId, flags byte) {
+	e.fit()
 	switch v.typ {
 	case IDNumeric:
 		switch {
@@ -227,7 +228,7 @@ func (e *Encoder) nodeID(v NodeId, flags byte) {
 			e.Int32(-1)
 		} else {
 			e.Int32(int32(len(v.str)))
-			e.buf = append(e.buf, v.str...)
+			e.putString(v.str)
 		}
 	default:
 		e.Fail(status.BadEncodingError)
@@ -256,21 +257,30 @@ func (d *Decoder) nodeIDBody(b byte) NodeId {
 		return NodeId{ns: ns, num: d.UInt32()}
 	case nodeIDString:
 		ns := d.UInt16()
-		return NodeId{ns: ns, typ: IDString, str: d.String()}
+		n := d.length(d.limits.MaxStringLength)
+		switch {
+		case n < 0:
+			return NodeId{ns: ns, typ: IDString}
+		case n == 0:
+			return NodeId{ns: ns, typ: IDString, str: EmptyString}
+		}
+		s := d.ids.str(d.buf[d.pos : d.pos+n])
+		d.pos += n
+		return NodeId{ns: ns, typ: IDString, str: s}
 	case nodeIDGuid:
 		ns := d.UInt16()
 		raw := d.take(16)
 		if raw == nil {
 			return NodeId{}
 		}
-		return NodeId{ns: ns, typ: IDGuid, str: string(raw)}
+		return NodeId{ns: ns, typ: IDGuid, str: d.ids.str(raw)}
 	case nodeIDOpaque:
 		ns := d.UInt16()
 		n := d.length(d.limits.MaxByteStringLength)
 		if n <= 0 {
 			return NodeId{ns: ns, typ: IDOpaque}
 		}
-		s := string(d.buf[d.pos : d.pos+n])
+		s := d.ids.str(d.buf[d.pos : d.pos+n])
 		d.pos += n
 		return NodeId{ns: ns, typ: IDOpaque, str: s}
 	}

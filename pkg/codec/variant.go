@@ -352,6 +352,12 @@ func XmlElementArray(x []string) Variant {
 	return Variant{typ: TypeXmlElement, array: true, obj: x}
 }
 
+// ByteArray returns an array Variant of Bytes. VariantOf takes a []byte for a ByteString,
+// the more common meaning.
+func ByteArray(x []byte) Variant {
+	return Variant{typ: TypeByte, array: true, obj: x}
+}
+
 func sliceLen(x any) int {
 	switch x := x.(type) {
 	case []bool:
@@ -532,7 +538,11 @@ func (e *Encoder) variant(v *Variant) {
 		if fixedSize[v.typ&31] != 0 {
 			// Only reached when the buffer has fewer than 9 bytes spare: make room, and
 			// the fast path applies.
-			e.grow(9)
+			if e.src != nil {
+				e.fitChunk()
+			} else {
+				e.grow(9)
+			}
 			e.Variant(v)
 			return
 		}
@@ -550,6 +560,7 @@ func (e *Encoder) variant(v *Variant) {
 	if dims != nil {
 		mask |= variantDimensions
 	}
+	e.fit()
 	e.buf = append(e.buf, mask)
 	if !e.enter() {
 		return
@@ -591,6 +602,7 @@ func (e *Encoder) variantScalar(v *Variant) {
 		e.buf = append(e.buf, 0)
 		return
 	}
+	e.fit()
 	e.buf = append(e.buf, byte(v.typ))
 	switch v.typ {
 	case TypeNull:
@@ -649,7 +661,7 @@ func (e *Encoder) array(t TypeID, x any) {
 		}
 	case []byte:
 		e.ArrayLength(len(x), x == nil)
-		e.buf = append(e.buf, x...)
+		e.put(x)
 	case []int16:
 		e.ArrayLength(len(x), x == nil)
 		for _, b := range x {

@@ -1,6 +1,7 @@
 package uacp
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,10 @@ type Conn struct {
 	readTimeout  time.Duration
 	writeTimeout time.Duration
 	hdr          [HeaderSize]byte // read side only
+	// r reads ahead of ReadChunk, so that one system call brings several small chunks
+	// and ChunkBuffered can tell whether the next one is here; read side only, made by
+	// the first ReadChunk (the handshake reads exactly what it needs from nc).
+	r *bufio.Reader
 
 	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs
 	wscratch [][]byte
@@ -336,7 +341,10 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	if c.readTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.readTimeout))
 	}
-	if _, err := io.ReadFull(c.nc, c.hdr[:]); err != nil {
+	if c.r == nil {
+		c.r = bufio.NewReaderSize(c.nc, readAhead)
+	}
+	if _, err := io.ReadFull(c.r, c.hdr[:]); err != nil {
 		return Chunk{}, c.fail(readError("reading chunk header", err))
 	}
 	h, _ := ParseHeader(c.hdr[:])
@@ -356,11 +364,28 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	}
 	b := c.pool.Get(int(h.Size))
 	copy(b, c.hdr[:])
-	if _, err := io.ReadFull(c.nc, b[HeaderSize:]); err != nil {
+	if _, err := io.ReadFull(c.r, b[HeaderSize:]); err != nil {
 		c.pool.Put(b)
 		return Chunk{}, c.fail(readError("reading chunk body", truncated(err)))
 	}
 	return Chunk{Header: h, Bytes: b, pool: c.pool}, nil
+}
+
+// readAhead is the size of a connection's read-ahead buffer: a few dozen typical requests.
+// A chunk body at least this long is read straight into its pooled buffer.
+const readAhead = 4096
+
+// ChunkBuffered reports whether the next chunk has been read from the network already,
+// whole, so that ReadChunk returns it without waiting. A server holds its responses while
+// it is true and writes them together when it turns false (see uasc). Like ReadChunk, it
+// must only be called from the reading goroutine.
+func (c *Conn) ChunkBuffered() bool {
+	if c.r == nil || c.r.Buffered() < HeaderSize {
+		return false
+	}
+	h, _ := c.r.Peek(HeaderSize) // buffered: does not read
+	size := int(uint32(h[4]) | uint32(h[5])<<8 | uint32(h[6])<<16 | uint32(h[7])<<24)
+	return c.r.Buffered() >= size
 }
 
 // readPeerError reads and returns the ERR whose header is h, and closes the connection.
@@ -374,7 +399,7 @@ func (c *Conn) readPeerError(h Header) error {
 	}
 	b := make([]byte, h.Size)
 	copy(b, c.hdr[:])
-	if _, err := io.ReadFull(c.nc, b[HeaderSize:]); err != nil {
+	if _, err := io.ReadFull(c.r, b[HeaderSize:]); err != nil {
 		return readError("reading ERR", truncated(err))
 	}
 	m, err := DecodeMessage(b)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"uastack.dev/pkg/transport/policy"
@@ -53,17 +52,17 @@ type channel struct {
 	channelID  uint32
 	symSig     int // symmetric signature size
 	symBlock   int // symmetric block size
-	// encodeHint is the size of the largest message encoded recently, so that the next
-	// encode buffer fits it.
-	encodeHint atomic.Int64
 
-	smu      sync.Mutex // guards sendSeq, sendTok, pending, flushing, sendErr
+	smu      sync.Mutex // guards sendSeq, sendTok, pending, flushing, holding, sendErr
 	sendSeq  uint32     // last sequence number sent
 	sendTok  *token
 	pending  [][]byte // sealed chunks waiting to be written, in order
 	writing  [][]byte // the batch being written by the flusher
 	flushing bool     // a goroutine is writing; others only queue
-	sendErr  error    // first write failure; the channel is dead after it
+	// holding is set by the reading goroutine while more requests wait in the read-ahead
+	// buffer: chunks only queue, and it writes them together once none waits (hold).
+	holding bool
+	sendErr error // first write failure; the channel is dead after it
 
 	// receive half: only the reading goroutine touches these.
 	recvSeq    uint32
@@ -198,7 +197,7 @@ func (c *channel) queueLocked(chunks ...[]byte) error {
 		return c.sendErr
 	}
 	c.pending = append(c.pending, chunks...)
-	if c.flushing {
+	if c.flushing || c.holding || len(c.pending) == 0 {
 		c.smu.Unlock()
 		return nil
 	}
@@ -230,6 +229,25 @@ func (c *channel) queueLocked(chunks ...[]byte) error {
 	c.flushing = false
 	c.smu.Unlock()
 	return first
+}
+
+// hold makes the send half queue without writing while on is true; turning it off
+// writes what queued meanwhile, unless a writer is active (which then writes it). The
+// reading goroutine holds while the next request is already read (uacp.Conn.ChunkBuffered),
+// so that the responses to pipelined requests leave in one write, and never while it may
+// wait for input, so that a lone response is not delayed.
+func (c *channel) hold(on bool) {
+	c.smu.Lock()
+	if c.holding == on {
+		c.smu.Unlock()
+		return
+	}
+	c.holding = on
+	if on {
+		c.smu.Unlock()
+		return
+	}
+	_ = c.queueLocked() // the error, if any, is the send half's; each sender saw its own
 }
 
 // failSend marks the send half dead.

@@ -13,9 +13,10 @@
 // Server.Revalidate closes the channels whose client certificate a changed trust list no
 // longer accepts. Dial is the client role and returns a ClientChannel.
 //
-// Chunks are built and checked in place: a message is encoded straight after the space
-// reserved for its headers in a buffer from the connection's uacp.Pool, then padded, signed
-// and encrypted in that buffer (chunk.go, send.go). Received chunks are decrypted and
+// Chunks are built and checked in place: a message is encoded straight into the bodies of
+// chunk buffers from the connection's uacp.Pool, behind the space reserved for the headers,
+// continuing in the next buffer when one is full; each is then padded, signed and
+// encrypted in place (chunk.go, send.go). Received chunks are decrypted and
 // verified in the buffer uacp.Conn.ReadChunk returned, their sequence numbers checked, and
 // multi-chunk messages reassembled within the negotiated limits and a byte budget shared by
 // all channels of a Server (receive.go).

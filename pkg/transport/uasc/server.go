@@ -56,6 +56,11 @@ type ServerConfig struct {
 	Budget *Budget
 	// UACP configures the connection protocol for Serve.
 	UACP uacp.ServerConfig
+	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2);
+	// zero fields take codec.DefaultLimits. MaxMessageSize is not used: a reassembled
+	// message is already within the negotiated size. A request beyond them is answered
+	// with a ServiceFault BadEncodingLimitsExceeded.
+	Decode codec.Limits
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -111,6 +116,18 @@ type Request struct {
 	Message codec.Structure
 	// Channel is the channel the request arrived on.
 	Channel *ServerChannel
+}
+
+// Recycle hands r.Message back to its channel, which decodes a later request of the same
+// type into it (codec.Decoder.MessageInto) instead of allocating one. Call it at most once,
+// and only when nothing refers to the message or to a slice decoded into it any more:
+// typically after Respond returned for a request answered on the Handler's goroutine.
+// Strings decoded into it may be kept: they are never overwritten. Safe for concurrent use.
+func (r Request) Recycle() {
+	sc := r.Channel
+	sc.spareMu.Lock()
+	sc.spare = r.Message
+	sc.spareMu.Unlock()
 }
 
 // Respond sends msg as the response to r. It is safe for concurrent use. A response over
@@ -248,9 +265,18 @@ type ServerChannel struct {
 	newest *token
 	expiry *time.Timer
 	// dec decodes the reassembled requests; only the reading goroutine uses it. Reusing it
-	// saves an allocation per message, and nothing decoded aliases it.
+	// saves an allocation per message, and nothing decoded aliases it. Its NodeId cache
+	// lets the session's authentication token and the NodeIds a client repeats decode
+	// without a copy.
 	dec codec.Decoder
+	// spare is the last request handed back by Request.Recycle, decoded into by the next
+	// request of its type.
+	spareMu sync.Mutex // guards spare
+	spare   codec.Structure
 }
+
+// decodeCachedIDs is the size of a channel's cache of decoded NodeId identifiers.
+const decodeCachedIDs = 256
 
 // ID returns the SecureChannelId.
 func (sc *ServerChannel) ID() uint32 { return sc.channelID }
@@ -286,6 +312,7 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 		sc.pool = s.cfg.UACP.Pool
 	}
 	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount}
+	sc.dec.CacheNodeIds(decodeCachedIDs)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer func() {
 		stop()
@@ -340,6 +367,7 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	held := false // whether this loop holds the send half (see hold)
 	for {
 		ch, err := sc.conn.ReadChunk()
 		if err != nil {
@@ -354,6 +382,13 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 			ch.ReleaseZeroed()
 			return nil
 		}
+		// Hold the responses while the next request is already here; write them together
+		// after the last one, before the read that may wait.
+		more := sc.conn.ChunkBuffered()
+		if more && !held {
+			sc.hold(true)
+			held = true
+		}
 		var closed bool
 		switch ch.Header.Type {
 		case uacp.TypeOpen:
@@ -365,6 +400,10 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 			err = sc.message(ctx, &ch)
 		}
 		ch.ReleaseZeroed()
+		if held && (!more || err != nil || closed) {
+			sc.hold(false)
+			held = false
+		}
 		if err != nil || closed {
 			return err
 		}
@@ -731,13 +770,27 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 		return err
 	}
 	d := &sc.dec
-	d.SetLimits(codec.Limits{MaxMessageSize: len(msg) + 1})
+	lim := sc.srv.cfg.Decode
+	lim.MaxMessageSize = len(msg) + 1
+	d.SetLimits(lim)
 	d.Reset(msg)
-	m := d.Message()
+	sc.spareMu.Lock()
+	spare := sc.spare
+	sc.spare = nil
+	sc.spareMu.Unlock()
+	m := d.MessageInto(spare)
+	if spare != nil && m != spare {
+		// Not of this request's type (or the decode failed): keep it for a later one.
+		sc.spareMu.Lock()
+		if sc.spare == nil {
+			sc.spare = spare
+		}
+		sc.spareMu.Unlock()
+	}
 	sc.asm.reset()
 	if err := d.Err(); err != nil {
 		code := statusOf(err)
-		if code != status.BadServiceUnsupported {
+		if code != status.BadServiceUnsupported && code != status.BadEncodingLimitsExceeded {
 			code = status.BadDecodingError
 		}
 		return sc.fault(reqID, 0, code)
