@@ -12,10 +12,31 @@
 // Completion is explicit. A manager fills the results and calls done exactly once: before
 // returning when it answers from memory, or later from any goroutine when it waits on a
 // device, a guest or another process. The server releases its worker as soon as the
-// method returns, so a manager that waits never holds one.
+// method returns, so a manager that waits never holds one. The server may start further
+// operations, on this manager too, from within done (a Browse's targets are described
+// that way), so a manager must not hold its own locks while it calls done, and its
+// methods must return without waiting.
+//
+// Every service goes through this contract, namespace 0 and the demo namespace included:
+// the server routes each item of Read, Write, Call (by ObjectId) and Browse to the
+// manager of its node's namespace. TranslateBrowsePathsToNodeIds needs no capability of
+// its own: the server resolves each RelativePath step with a Browse of the current nodes
+// by their owner, so a path may cross from one manager into another. BrowseNext never
+// reaches a manager: the server holds the references left over by Browse.
+//
+// References may cross namespaces. A manager answers the references of its own nodes,
+// including those whose targets belong to another namespace (the inverse Organizes to
+// ObjectsFolder of a root, a HasTypeDefinition to a namespace 0 type). It need not know
+// anything about such targets: the server asks their owner for NodeClass, BrowseName,
+// DisplayName and TypeDefinition when the ResultMask wants them and applies the
+// NodeClassMask itself, so it passes a mounted manager a NodeClassMask of 0. A Mounter
+// names the references the server adds from nodes of other namespaces to its roots, so
+// that its nodes are reachable from the Objects folder.
 //
 // Optional capabilities are optional interfaces; the server asks for them with a type
-// assertion once, when the manager is registered.
+// assertion once, when the manager is registered. For a manager without one, the server
+// answers every item of that service with a Bad StatusCode: BadNotReadable,
+// BadNotWritable, BadNotExecutable, or BadNodeIdUnknown for Browse.
 package nodemgr
 
 import (
@@ -76,7 +97,10 @@ type Writer interface {
 
 // BrowseOp asks for the references of nodes (Part 4 §5.9.2). A manager returns every
 // reference that matches each description; the server applies MaxReferencesPerNode and
-// holds continuation points, so managers need not keep browse state.
+// holds continuation points, so managers need not keep browse state. The server passes
+// NodeClassMask 0 and sets BrowseResultMaskNodeClass in ResultMask, then filters by
+// the client's NodeClassMask on the NodeClass of each target (see the package doc for
+// targets in other namespaces).
 type BrowseOp struct {
 	Principal Principal
 	View      ua.ViewDescription
@@ -106,4 +130,24 @@ type CallOp struct {
 // Caller answers method calls.
 type Caller interface {
 	Call(ctx context.Context, op *CallOp, done func())
+}
+
+// Mounter is a Manager whose nodes hang below nodes of other namespaces, typically its
+// root Objects below the Objects folder (i=85) of namespace 0.
+type Mounter interface {
+	// Mount is called once, when the server registers the manager, with the
+	// NamespaceArray index of each URI of Namespaces, in that order: the manager builds
+	// its NodeIds with them. It returns the references the server adds from nodes of
+	// other namespaces to nodes of this manager; the source must be a node of the
+	// server's address space (namespace 0 or the demo namespace). The manager's own
+	// Browse answers the inverse references of its nodes.
+	Mount(indexes []uint16) []Mount
+}
+
+// Mount is a reference from a node of another namespace (SourceId) to a node of the
+// mounting manager (TargetId), such as Organizes (i=35) from ObjectsFolder (i=85).
+type Mount struct {
+	SourceId        codec.NodeId
+	ReferenceTypeId codec.NodeId
+	TargetId        codec.NodeId
 }

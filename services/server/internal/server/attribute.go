@@ -11,8 +11,9 @@ import (
 
 // write answers Write (Part 4 §5.10.4): the session checks, BadNothingToDo and
 // BadTooManyOperations (OperationLimits.MaxNodesPerWrite) as a ServiceFault, then one
-// WriteOp to the address space. Per-item failures such as BadNodeIdUnknown,
-// BadNotWritable and BadTypeMismatch come from the address space.
+// WriteOp to each owner of the nodes: inline when the Space owns them all, through the
+// request queue when a mounted manager owns one (writeRouted). Per-item failures such as
+// BadNodeIdUnknown, BadNotWritable and BadTypeMismatch come from the owners.
 func (s *Server) write(ctx context.Context, req uasc.Request, m *ua.WriteRequest) {
 	h := m.RequestHeader
 	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
@@ -21,6 +22,10 @@ func (s *Server) write(ctx context.Context, req uasc.Request, m *ua.WriteRequest
 	}
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
+		return
+	}
+	if s.routing.routes(len(m.NodesToWrite), func(i int) uint16 { return m.NodesToWrite[i].NodeId.Namespace() }) {
+		s.writeRouted(ctx, req, h, p, m)
 		return
 	}
 	op := &nodemgr.WriteOp{

@@ -15,7 +15,8 @@
 // answered inline. What may block goes through the request queue (Limits.
 // MaxQueuedRequestCount, BadServerTooBusy with a RetryAfterMs hint when full) to its
 // workers (Limits.Min/MaxRequestThreadCount): CreateSession and ActivateSession, which do
-// RSA and password hashing work, and Reads of the node managers mounted with
-// Options.Managers, which complete through their done callback and so hold no worker
-// while they wait. A queued request whose TimeoutHint passes is answered BadTimeout.
+// RSA and password hashing work, and Read, Write, Call, Browse and
+// TranslateBrowsePathsToNodeIds that reach the node managers mounted with
+// Options.Managers (route.go), which complete through their done callback and so hold no
+// worker while they wait. A queued request whose TimeoutHint passes is answered BadTimeout.
 package server

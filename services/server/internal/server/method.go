@@ -11,9 +11,10 @@ import (
 
 // call answers Call (Part 4 §5.11.2): the session checks, BadNothingToDo and
 // BadTooManyOperations (OperationLimits.MaxNodesPerMethodCall) as a ServiceFault, then
-// one CallOp to the address space, which checks objects, methods and arguments and runs
-// the handlers. The handlers of the built-in Methods are fast, so Call is answered
-// inline like Read.
+// one CallOp to each owner of the objects, which checks objects, methods and arguments
+// and runs the handlers. The handlers of the Space's Methods are fast, so a Call of them
+// only is answered inline like Read; one that reaches a mounted manager goes through the
+// request queue (callRouted).
 func (s *Server) call(ctx context.Context, req uasc.Request, m *ua.CallRequest) {
 	h := m.RequestHeader
 	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
@@ -22,6 +23,10 @@ func (s *Server) call(ctx context.Context, req uasc.Request, m *ua.CallRequest) 
 	}
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
+		return
+	}
+	if s.routing.routes(len(m.MethodsToCall), func(i int) uint16 { return m.MethodsToCall[i].ObjectId.Namespace() }) {
+		s.callRouted(ctx, req, h, p, m)
 		return
 	}
 	op := &nodemgr.CallOp{

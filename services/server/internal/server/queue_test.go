@@ -113,13 +113,15 @@ type pipelineServer struct {
 	srv   *Server
 	ch    *uasc.ClientChannel
 	token codec.NodeId
-	// slowNS is the namespace index of the slowManager.
+	// slowNS is the namespace index of the manager's first namespace.
 	slowNS uint16
+	// url is the endpoint URL, for other clients.
+	url string
 }
 
-// startPipeline starts a server with the slowManager m mounted, opens a None channel
+// startPipeline starts a server with the node manager m mounted, opens a None channel
 // and activates an anonymous session on it. configure may change the configuration.
-func startPipeline(t *testing.T, m *slowManager, configure func(*config.Config)) *pipelineServer {
+func startPipeline(t testing.TB, m nodemgr.Manager, configure func(*config.Config)) *pipelineServer {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Endpoint.Hostnames = []string{"127.0.0.1", "localhost"}
@@ -148,7 +150,7 @@ func startPipeline(t *testing.T, m *slowManager, configure func(*config.Config))
 		}
 		require.NoError(t, srv.Close())
 	})
-	if m.hold != nil {
+	if m, ok := m.(*slowManager); ok && m.hold != nil {
 		// Registered after the server's cleanup, so it runs first: Serve waits for the
 		// workers that hold.
 		t.Cleanup(func() {
@@ -180,12 +182,12 @@ func startPipeline(t *testing.T, m *slowManager, configure func(*config.Config))
 
 	ns := -1
 	for i, u := range srv.namespaces {
-		if u == testNamespaceURI {
+		if u == m.Namespaces()[0] {
 			ns = i
 		}
 	}
 	require.Positive(t, ns)
-	return &pipelineServer{srv: srv, ch: ch, token: token, slowNS: uint16(ns)}
+	return &pipelineServer{srv: srv, ch: ch, token: token, slowNS: uint16(ns), url: cfg.Endpoint.EndpointURL}
 }
 
 // read reads the Value of node i=1 of namespace ns with timeoutHint (ms, 0 for none).
@@ -201,7 +203,7 @@ func (ps *pipelineServer) read(ctx context.Context, ns uint16, handle, timeoutHi
 }
 
 // requireReadGood checks that a Read of one item succeeded.
-func requireReadGood(t *testing.T, resp codec.Structure, err error) {
+func requireReadGood(t testing.TB, resp codec.Structure, err error) {
 	t.Helper()
 	require.NoError(t, err)
 	rr, ok := resp.(*ua.ReadResponse)
@@ -364,18 +366,21 @@ func TestParkedReadsHoldNoWorker(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return m.inFlight.Load() == parked }, 900*time.Millisecond, time.Millisecond,
 		"with two workers, all %d Reads are parked in the manager at once", parked)
+	// The last job may still be returning from the manager's method.
+	require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 100*time.Millisecond, time.Millisecond,
+		"the workers are free once the Reads are parked")
 
-	var slowest time.Duration
+	var latencies []time.Duration
 	for i := range 20 {
 		_, running, busy := ps.srv.queue.stats()
 		require.Zero(t, busy, "no worker is held by a parked Read")
 		require.LessOrEqual(t, running, 2)
 		start := time.Now()
 		resp, err := ps.read(ctx, 0, uint32(1000+i), 0)
-		slowest = max(slowest, time.Since(start))
+		latencies = append(latencies, time.Since(start))
 		requireReadGood(t, resp, err)
 	}
-	require.Less(t, slowest, 50*time.Millisecond, "namespace 0 Reads are not delayed")
+	requireNormalLatency(t, latencies)
 	require.Positive(t, m.inFlight.Load(), "the namespace 0 Reads ran while the slow ones were parked")
 
 	for range parked {

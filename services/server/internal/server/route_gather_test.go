@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/pkg/ua/status"
+	"uastack.dev/services/server/internal/addrspace"
+)
+
+// TestGather checks the fan-out: one call per owner with its items in request order,
+// results back in request order, finish once although an owner calls done twice and the
+// owners complete from other goroutines in any order.
+func TestGather(t *testing.T) {
+	t.Parallel()
+	a, b, c := &owner{}, &owner{}, &owner{}
+	owners := []*owner{a, b, a, c, a}
+	items := []int{0, 1, 2, 3, 4}
+	var mu sync.Mutex // guards asked
+	asked := map[*owner][]int{}
+	finished := make(chan []int, 2)
+	gather(items, func(i *int) *owner { return owners[*i] },
+		func(o *owner, part []int, res []int, done func()) {
+			mu.Lock()
+			asked[o] = append([]int(nil), part...)
+			mu.Unlock()
+			go func() {
+				if o == a {
+					time.Sleep(10 * time.Millisecond) // a answers last
+				}
+				for k, x := range part {
+					res[k] = 10 * x
+				}
+				done()
+				done() // a faulty second done is ignored
+			}()
+		},
+		func(res []int) { finished <- res })
+	select {
+	case res := <-finished:
+		require.Equal(t, []int{0, 10, 20, 30, 40}, res)
+	case <-time.After(5 * time.Second):
+		t.Fatal("gather did not finish")
+	}
+	select {
+	case <-finished:
+		t.Fatal("finish ran twice")
+	case <-time.After(50 * time.Millisecond):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[*owner][]int{a: {0, 2, 4}, b: {1}, c: {3}}, asked)
+
+	done := false
+	gather(nil, func(*int) *owner { return a }, func(*owner, []int, []int, func()) { t.Error("asked for no items") },
+		func(res []int) { done = len(res) == 0 })
+	require.True(t, done, "no items finish at once")
+}
+
+// mountTestManager serves namespaces and mounts what mounts returns, recording the
+// indexes it got.
+type mountTestManager struct {
+	uris    []string
+	mounts  func(indexes []uint16) []nodemgr.Mount
+	indexes []uint16
+}
+
+func (m *mountTestManager) Namespaces() []string { return m.uris }
+
+func (m *mountTestManager) Mount(indexes []uint16) []nodemgr.Mount {
+	m.indexes = indexes
+	return m.mounts(indexes)
+}
+
+// TestMountManagers checks namespace indexes, mounts and the errors of mountManagers.
+func TestMountManagers(t *testing.T) {
+	t.Parallel()
+	objects := codec.NewNumericNodeId(0, id.ObjectsFolder)
+	organizes := codec.NewNumericNodeId(0, id.Organizes)
+	toOwn := func(indexes []uint16) []nodemgr.Mount {
+		return []nodemgr.Mount{{SourceId: objects, ReferenceTypeId: organizes, TargetId: codec.NewStringNodeId(indexes[1], "Root")}}
+	}
+
+	space := addrspace.NewNamespace0()
+	m := &mountTestManager{uris: []string{"urn:a", "urn:b"}, mounts: toOwn}
+	uris, rt, err := mountManagers(space, []nodemgr.Manager{&slowManager{}, m})
+	require.NoError(t, err)
+	require.Equal(t, []string{addrspace.NamespaceURI0, testNamespaceURI, "urn:a", "urn:b"}, uris)
+	require.Equal(t, []uint16{2, 3}, m.indexes)
+	require.Same(t, rt.space, rt.ownerOf(0))
+	require.NotSame(t, rt.space, rt.ownerOf(1))
+	require.Same(t, rt.ownerOf(2), rt.ownerOf(3))
+	require.Same(t, rt.space, rt.ownerOf(9), "beyond the array: the Space")
+	require.Equal(t, map[codec.NodeId]bool{objects: true}, rt.mounts)
+	op := &nodemgr.BrowseOp{
+		Items:   []ua.BrowseDescription{{NodeId: objects, BrowseDirection: ua.BrowseDirectionForward, ReferenceTypeId: organizes}},
+		Results: make([]nodemgr.BrowseResult, 1),
+	}
+	space.Browse(context.Background(), op, func() {})
+	require.Contains(t, op.Results[0].References, ua.ReferenceDescription{NodeId: codec.ExpandedNodeId{NodeId: codec.NewStringNodeId(3, "Root")}},
+		"the Space has the reference to the mounted root")
+
+	_, rt, err = mountManagers(addrspace.NewNamespace0(), nil)
+	require.NoError(t, err)
+	require.Empty(t, rt.owners, "without managers routing costs a length check")
+
+	for name, tc := range map[string]struct {
+		managers []nodemgr.Manager
+		errs     string
+	}{
+		"served twice": {[]nodemgr.Manager{&slowManager{}, &slowManager{}}, "served twice"},
+		"target elsewhere": {[]nodemgr.Manager{&mountTestManager{uris: []string{"urn:a"}, mounts: func([]uint16) []nodemgr.Mount {
+			return []nodemgr.Mount{{SourceId: objects, ReferenceTypeId: organizes, TargetId: codec.NewNumericNodeId(0, id.Server)}}
+		}}}, "does not lead"},
+		"source not in the Space": {[]nodemgr.Manager{&mountTestManager{uris: []string{"urn:a"}, mounts: func(ix []uint16) []nodemgr.Mount {
+			return []nodemgr.Mount{{SourceId: codec.NewStringNodeId(ix[0], "x"), ReferenceTypeId: organizes, TargetId: codec.NewStringNodeId(ix[0], "Root")}}
+		}}}, "does not lead"},
+		"unknown source": {[]nodemgr.Manager{&mountTestManager{uris: []string{"urn:a"}, mounts: func(ix []uint16) []nodemgr.Mount {
+			return []nodemgr.Mount{{SourceId: codec.NewNumericNodeId(0, 999999), ReferenceTypeId: organizes, TargetId: codec.NewStringNodeId(ix[0], "Root")}}
+		}}}, "unknown source"},
+	} {
+		_, _, err := mountManagers(addrspace.NewNamespace0(), tc.managers)
+		require.ErrorContains(t, err, tc.errs, name)
+	}
+}
+
+// TestRouteMissingCapability mounts a manager that only reads: its Write, Call and
+// Browse items get the Bad codes of the nodemgr contract, beside Space items answered
+// as usual.
+func TestRouteMissingCapability(t *testing.T) {
+	t.Parallel()
+	ps := startPipeline(t, &slowManager{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := ua.RequestHeader{AuthenticationToken: ps.token}
+	node := codec.NewNumericNodeId(ps.slowNS, 1)
+
+	resp, err := ps.ch.Request(ctx, &ua.WriteRequest{RequestHeader: h, NodesToWrite: []ua.WriteValue{
+		{NodeId: node, AttributeId: 13, Value: codec.DataValue{Value: codec.Int32Variant(1)}},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []status.Code{status.BadNotWritable}, resp.(*ua.WriteResponse).Results)
+
+	resp, err = ps.ch.Request(ctx, &ua.CallRequest{RequestHeader: h, MethodsToCall: []ua.CallMethodRequest{{ObjectId: node, MethodId: node}}})
+	require.NoError(t, err)
+	require.Equal(t, status.BadNotExecutable, resp.(*ua.CallResponse).Results[0].StatusCode)
+
+	resp, err = ps.ch.Request(ctx, &ua.BrowseRequest{RequestHeader: h, NodesToBrowse: []ua.BrowseDescription{
+		{NodeId: node, BrowseDirection: ua.BrowseDirectionForward},
+		{NodeId: codec.NewNumericNodeId(0, id.Server), BrowseDirection: ua.BrowseDirectionForward},
+	}})
+	require.NoError(t, err)
+	results := resp.(*ua.BrowseResponse).Results
+	require.Equal(t, status.BadNodeIdUnknown, results[0].StatusCode)
+	require.Equal(t, status.Good, results[1].StatusCode)
+	require.NotEmpty(t, results[1].References)
+}
