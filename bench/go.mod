@@ -8,6 +8,9 @@ require (
 	uastack.dev/pkg v0.0.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/google/uuid v1.6.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
 
 replace uastack.dev/pkg => ../pkg
