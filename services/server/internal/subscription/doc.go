@@ -1,0 +1,13 @@
+// Package subscription is the server's Subscription and MonitoredItem engine (Part 4
+// §5.12, §5.13), independent of the transport: the server hands it requests with the
+// session they belong to and a Responder for each Publish, and it answers them from one
+// timer goroutine.
+//
+// Cost model: a parked Publish is a small record in its session's queue (no goroutine);
+// every publishing timer and every sampling timer is an entry of one min-heap served by
+// one goroutine (Run), so the work per tick is the number of due entries, not the number
+// of subscriptions. Values of the in-memory address space are pushed (Changed); others
+// are sampled in one batch per tick through a Sampler. Notification messages live in a
+// per-subscription pool reused once acknowledged, so steady delivery allocates nothing
+// per notification. See RATIONALE.md.
+package subscription

@@ -1,0 +1,443 @@
+package subscription
+
+import (
+	"container/heap"
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// Limits bound what clients may ask for. Counts of 0 mean no limit where noted.
+type Limits struct {
+	MaxSubscriptions           int // in the server
+	MaxSubscriptionsPerSession int
+	MaxPublishRequests         int // queued per session
+	// MaxMonitoredItems (server) and MaxMonitoredItemsPerSubscription; 0 is no limit.
+	MaxMonitoredItems                int
+	MaxMonitoredItemsPerSubscription int
+	MinPublishingInterval            time.Duration
+	MaxPublishingInterval            time.Duration
+	MaxKeepAliveCount                uint32
+	MaxLifetimeCount                 uint32
+	// MaxNotificationsPerPublish caps a NotificationMessage; 0 is no limit.
+	MaxNotificationsPerPublish uint32
+	MinSamplingInterval        time.Duration
+	MaxSamplingInterval        time.Duration
+	MaxQueueSize               uint32
+	// RetransmissionQueueSize is how many unacknowledged NotificationMessages a
+	// subscription keeps for Republish; older ones are dropped.
+	RetransmissionQueueSize int
+}
+
+// Responder answers one Publish. Respond is called once, without the engine's lock, from
+// the engine's goroutine or the caller of Publish; resp is valid only during the call
+// (its notification arrays belong to the engine), so Respond encodes it before returning.
+// A ServiceResult that is bad is to be sent as a ServiceFault.
+type Responder interface {
+	Respond(resp *ua.PublishResponse)
+}
+
+// Sampler reads the current values of sampled items. Sample fills out[i] for items[i]
+// and calls done once, before returning or later from any goroutine; items and out stay
+// untouched by the engine until then. It is called without the engine's lock.
+type Sampler interface {
+	Sample(items []ua.ReadValueId, out []codec.DataValue, done func())
+}
+
+// Engine holds every subscription of a server. Its methods are safe for concurrent use.
+type Engine struct {
+	limits  Limits
+	now     func() time.Time
+	sampler Sampler
+
+	mu       sync.Mutex // guards everything below
+	sessions map[codec.NodeId]*session
+	subs     map[uint32]*Subscription
+	byNode   map[codec.NodeId][]*item // push items by node; len mirrored in pushNodes
+	timers   timerHeap
+	lastSub  uint32
+	lastItem uint32
+	items    int // monitored items in the server
+	cmp      comparer
+	batches  []*sampleBatch // free sample batches
+	out      []outgoing     // Step's responses; reused
+	wake     chan struct{}
+
+	// pushNodes is len(byNode), read without the lock so that a write to a node nobody
+	// monitors costs one atomic load.
+	pushNodes atomic.Int64
+}
+
+// New returns an engine with the given limits, clock (nil means time.Now) and sampler.
+func New(l Limits, now func() time.Time, sampler Sampler) *Engine {
+	if now == nil {
+		now = time.Now
+	}
+	return &Engine{
+		limits:   l,
+		now:      now,
+		sampler:  sampler,
+		sessions: make(map[codec.NodeId]*session),
+		subs:     make(map[uint32]*Subscription),
+		byNode:   make(map[codec.NodeId][]*item),
+		wake:     make(chan struct{}, 1),
+	}
+}
+
+// Run drives the timers until ctx ends: it sleeps until the earliest due entry or until
+// an earlier one is scheduled, then runs Step.
+func (e *Engine) Run(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next, ok := e.Step()
+		d := time.Hour
+		if ok {
+			d = max(next.Sub(e.now()), 0)
+		}
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-e.wake:
+		}
+	}
+}
+
+// Step runs every timer due by now: publishing cycles send their messages (after the
+// lock is released) and due sampled items are read in one batch. It returns when the
+// next timer is due, if any. Tests call it with a fake clock instead of Run.
+func (e *Engine) Step() (next time.Time, ok bool) {
+	now := e.now()
+	e.mu.Lock()
+	out := e.out[:0]
+	var batch *sampleBatch
+	for len(e.timers) > 0 && !e.timers[0].due.After(now) {
+		t := e.timers[0]
+		switch {
+		case t.sub != nil:
+			s := t.sub
+			t.due = nextDue(t.due, s.interval, now)
+			heap.Fix(&e.timers, 0)
+			out = e.tickLocked(s, now, out)
+		case t.item != nil:
+			it := t.item
+			if it.push {
+				heap.Pop(&e.timers) // sampled once, for the initial value
+			} else {
+				t.due = nextDue(t.due, it.interval, now)
+				heap.Fix(&e.timers, 0)
+			}
+			if it.sampling {
+				continue // the last sample is still being read
+			}
+			if batch == nil {
+				batch = e.batchLocked()
+			}
+			it.sampling = true
+			batch.items = append(batch.items, it)
+			batch.rvs = append(batch.rvs, it.rv)
+		}
+	}
+	if len(e.timers) > 0 {
+		next, ok = e.timers[0].due, true
+	}
+	e.mu.Unlock()
+	e.send(out)
+	e.mu.Lock()
+	e.unpinLocked(out)
+	e.out = clearOut(out)
+	e.mu.Unlock()
+	if batch != nil {
+		if cap(batch.out) < len(batch.rvs) {
+			batch.out = make([]codec.DataValue, len(batch.rvs))
+		}
+		batch.out = batch.out[:len(batch.rvs)]
+		e.sampler.Sample(batch.rvs, batch.out, batch.done)
+	}
+	return next, ok
+}
+
+// nextDue returns the next due time of a periodic timer: one interval after the last,
+// or after now when the timer fell more than an interval behind.
+func nextDue(last time.Time, interval time.Duration, now time.Time) time.Time {
+	n := last.Add(interval)
+	if !n.After(now) {
+		n = now.Add(interval)
+	}
+	return n
+}
+
+// scheduleLocked adds t to the heap due at due and wakes Run when it became the first.
+func (e *Engine) scheduleLocked(t *timer, due time.Time) {
+	t.due = due
+	if t.index >= 0 {
+		heap.Fix(&e.timers, t.index)
+	} else {
+		heap.Push(&e.timers, t)
+	}
+	if t.index == 0 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unscheduleLocked removes t from the heap.
+func (e *Engine) unscheduleLocked(t *timer) {
+	if t.index >= 0 {
+		heap.Remove(&e.timers, t.index)
+	}
+}
+
+// timer is an entry of the engine's heap: the publishing timer of a subscription or the
+// sampling timer of a sampled item.
+type timer struct {
+	due   time.Time
+	index int // in the heap; -1 when not scheduled
+	sub   *Subscription
+	item  *item
+}
+
+type timerHeap []*timer
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+// sampleBatch is the sampled items of one Step, read with one Sampler call.
+type sampleBatch struct {
+	e     *Engine
+	items []*item
+	rvs   []ua.ReadValueId
+	out   []codec.DataValue
+	done  func()
+}
+
+// batchLocked returns a free batch.
+func (e *Engine) batchLocked() *sampleBatch {
+	if n := len(e.batches); n > 0 {
+		b := e.batches[n-1]
+		e.batches = e.batches[:n-1]
+		return b
+	}
+	b := &sampleBatch{e: e}
+	b.done = b.finish
+	return b
+}
+
+// finish offers the sampled values to their items and frees the batch.
+func (b *sampleBatch) finish() {
+	e := b.e
+	e.mu.Lock()
+	for i, it := range b.items {
+		it.sampling = false
+		if it.sub == nil {
+			continue // deleted while being read
+		}
+		if it.push {
+			if it.initialDone {
+				continue // a pushed value is newer than this initial sample
+			}
+			it.initialDone = true
+		}
+		e.offerLocked(it, &b.out[i])
+	}
+	clear(b.items)
+	clear(b.out)
+	b.items, b.rvs, b.out = b.items[:0], b.rvs[:0], b.out[:0]
+	e.batches = append(e.batches, b)
+	e.mu.Unlock()
+}
+
+// Changed offers the new value of a node's Value attribute to its push items. The
+// in-memory address space calls it after every write; it does not block.
+func (e *Engine) Changed(id codec.NodeId, dv *codec.DataValue) {
+	if e.pushNodes.Load() == 0 {
+		return
+	}
+	e.mu.Lock()
+	for _, it := range e.byNode[id] {
+		it.initialDone = true
+		e.offerLocked(it, dv)
+	}
+	e.mu.Unlock()
+}
+
+// offerLocked queues dv on it when its mode and filter let it through, and marks it for
+// reporting (with the items it triggers) when it reports.
+func (e *Engine) offerLocked(it *item, dv *codec.DataValue) {
+	if it.mode == ua.MonitoringModeDisabled || !it.passes(dv, &e.cmp) {
+		return
+	}
+	it.last, it.hasLast = *dv, true
+	v := *dv
+	stamp(&v, it.ts)
+	it.enqueue(&v)
+	s := it.sub
+	switch {
+	case it.mode == ua.MonitoringModeReporting:
+		s.markDirty(it)
+		for _, id := range it.triggers {
+			if t := s.items[id]; t != nil && t.mode == ua.MonitoringModeSampling && t.n > 0 {
+				t.triggered = true
+				s.markDirty(t)
+			}
+		}
+	case it.triggered:
+		s.markDirty(it)
+	}
+}
+
+// session is the per-session state: its subscriptions, its parked Publishes and the
+// StatusChangeNotifications waiting for one.
+type session struct {
+	id       codec.NodeId
+	subs     []*Subscription
+	queue    []parked
+	statuses []*ua.PublishResponse // StatusChange messages to deliver
+}
+
+// parked is a Publish waiting for a notification: no goroutine, no worker.
+type parked struct {
+	r        Responder
+	results  []status.Code
+	deadline time.Time // zero for none
+}
+
+// sessionLocked returns the state of session id, creating it.
+func (e *Engine) sessionLocked(id codec.NodeId) *session {
+	ss := e.sessions[id]
+	if ss == nil {
+		ss = &session{id: id}
+		e.sessions[id] = ss
+	}
+	return ss
+}
+
+// dequeueLocked takes the oldest parked Publish of ss that has not timed out; expired
+// ones are answered with BadTimeout through out.
+func (e *Engine) dequeueLocked(ss *session, now time.Time, out []outgoing) (parked, bool, []outgoing) {
+	for len(ss.queue) > 0 {
+		p := ss.queue[0]
+		n := copy(ss.queue, ss.queue[1:])
+		ss.queue[n] = parked{}
+		ss.queue = ss.queue[:n]
+		if !p.deadline.IsZero() && now.After(p.deadline) {
+			out = appendFault(out, p.r, status.BadTimeout)
+			continue
+		}
+		return p, true, out
+	}
+	return parked{}, false, out
+}
+
+// hasQueuedLocked reports whether ss holds a parked Publish that has not timed out,
+// answering the expired ones at the front.
+func (e *Engine) hasQueuedLocked(ss *session, now time.Time, out []outgoing) (bool, []outgoing) {
+	for len(ss.queue) > 0 {
+		p := ss.queue[0]
+		if p.deadline.IsZero() || !now.After(p.deadline) {
+			return true, out
+		}
+		n := copy(ss.queue, ss.queue[1:])
+		ss.queue[n] = parked{}
+		ss.queue = ss.queue[:n]
+		out = appendFault(out, p.r, status.BadTimeout)
+	}
+	return false, out
+}
+
+// outgoing is a response to send once the lock is released.
+type outgoing struct {
+	r     Responder
+	resp  ua.PublishResponse
+	msg   *message // pinned until sent; nil for keep-alives and faults
+	own   *ua.PublishResponse
+	avail []uint32
+}
+
+func appendFault(out []outgoing, r Responder, code status.Code) []outgoing {
+	out = append(out, outgoing{r: r})
+	out[len(out)-1].resp.ResponseHeader.ServiceResult = code
+	return out
+}
+
+// send answers the responses; it runs without the lock.
+func (e *Engine) send(out []outgoing) {
+	for i := range out {
+		o := &out[i]
+		if o.own != nil {
+			o.own.Results = o.resp.Results
+			o.r.Respond(o.own)
+			continue
+		}
+		o.r.Respond(&o.resp)
+	}
+}
+
+// unpinLocked releases the messages of sent responses.
+func (e *Engine) unpinLocked(out []outgoing) {
+	for i := range out {
+		if m := out[i].msg; m != nil {
+			m.pins--
+			if m.pins == 0 && m.released {
+				m.owner.freeMessage(m)
+			}
+		}
+	}
+}
+
+// clearOut empties out for reuse, keeping each entry's avail buffer.
+func clearOut(out []outgoing) []outgoing {
+	for i := range out {
+		avail := out[i].avail[:0]
+		out[i] = outgoing{avail: avail}
+	}
+	return out[:0]
+}
+
+// appendOut returns out with one more entry whose avail buffer is kept from an earlier use.
+func appendOut(out []outgoing) ([]outgoing, *outgoing) {
+	if len(out) < cap(out) {
+		out = out[:len(out)+1]
+	} else {
+		out = append(out, outgoing{})
+	}
+	return out, &out[len(out)-1]
+}
+
+// msDuration converts milliseconds to a Duration, saturating.
+func msDuration(ms float64) time.Duration {
+	if ms >= float64(math.MaxInt64)/float64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// durationMs converts a Duration to milliseconds.
+func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
