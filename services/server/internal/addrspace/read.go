@@ -42,7 +42,7 @@ func (s *Space) Read(_ context.Context, op *nodemgr.ReadOp, done func()) {
 	miss := false
 	s.mu.RLock()
 	for i := range op.Items {
-		miss = s.readLocked(&op.Items[i], &op.Results[i], ts, now) || miss
+		miss = s.readLocked(&op.Items[i], &op.Results[i], ts, now, op.Principal.Roles) || miss
 	}
 	s.mu.RUnlock()
 	if miss {
@@ -74,7 +74,7 @@ func (s *Space) cacheValues(items []ua.ReadValueId) {
 
 // readLocked reads one attribute into dv; s.mu must be held for reading. It reports
 // whether it decoded a namespace 0 value that is not cached yet.
-func (s *Space) readLocked(item *ua.ReadValueId, dv *codec.DataValue, ts ua.TimestampsToReturn, now codec.DateTime) (miss bool) {
+func (s *Space) readLocked(item *ua.ReadValueId, dv *codec.DataValue, ts ua.TimestampsToReturn, now codec.DateTime, roles []codec.NodeId) (miss bool) {
 	*dv = codec.DataValue{}
 	v, ok := s.lookupLocked(item.NodeId)
 	if !ok {
@@ -92,7 +92,7 @@ func (s *Space) readLocked(item *ua.ReadValueId, dv *codec.DataValue, ts ua.Time
 			dv.Status = status.BadDataEncodingInvalid
 			return
 		}
-		if c := s.attributeLocked(v, item.NodeId, id, &dv.Value); c != status.Good {
+		if c := s.attributeLocked(v, item.NodeId, id, &dv.Value, roles); c != status.Good {
 			*dv = codec.DataValue{Status: c}
 			return
 		}
@@ -217,10 +217,11 @@ func hasAttribute(c ua.NodeClass, a attr.ID) bool {
 	return false
 }
 
-// attributeLocked sets out to attribute a (not Value) of v. Optional attributes the node
-// does not have give BadAttributeIdInvalid. UserWriteMask, UserAccessLevel and
-// UserExecutable equal their non-user forms until per-user access is implemented.
-func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.Variant) status.Code {
+// attributeLocked sets out to attribute a (not Value) of v as read by a principal with
+// roles. Optional attributes the node does not have give BadAttributeIdInvalid.
+// UserWriteMask and UserAccessLevel lose their write bits where Node.WriteRoles exclude
+// the principal; UserExecutable equals Executable.
+func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.Variant, roles []codec.NodeId) status.Code {
 	n, t := v.n, v.tab
 	switch a {
 	case attr.NodeId:
@@ -239,7 +240,7 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 		}
 	case attr.WriteMask, attr.UserWriteMask:
 		var m uint32
-		if n != nil {
+		if n != nil && (a == attr.WriteMask || v.mayWrite(roles)) {
 			m = n.WriteMask
 		}
 		*out = codec.UInt32Variant(m)
@@ -276,8 +277,10 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 			d = []uint32{}
 		}
 		*out = codec.MustVariant(d)
-	case attr.AccessLevel, attr.UserAccessLevel:
+	case attr.AccessLevel:
 		*out = codec.ByteVariant(v.accessLevel())
+	case attr.UserAccessLevel:
+		*out = codec.ByteVariant(v.userAccessLevel(roles))
 	case attr.AccessLevelEx:
 		*out = codec.UInt32Variant(uint32(v.accessLevel()))
 	case attr.MinimumSamplingInterval:

@@ -49,7 +49,12 @@ type Node struct {
 	Historizing             bool
 	Executable              bool
 	AccessRestrictions      uint16
-	Value                   codec.Variant
+	// WriteRoles, when not empty, are the roles (Part 3 §4.9) of which a principal
+	// must hold one to write the node; the others get BadUserAccessDenied and read a
+	// UserAccessLevel and UserWriteMask without write bits. Empty means anyone who may
+	// write by AccessLevel and WriteMask.
+	WriteRoles []codec.NodeId
+	Value      codec.Variant
 	// References are the node's references; AddNode also records each one, inverted,
 	// on its target.
 	References []Reference
@@ -167,6 +172,26 @@ func (s *Space) SetValue(id codec.NodeId, dv codec.DataValue) bool {
 	return true
 }
 
+// SetTypedValue is SetValue for a value that must also fit the Variable's DataType and
+// ValueRank as a Write would (Part 3 §5.6.2): the server publishes its configuration
+// this way, so that a mistyped value fails New instead of confusing clients.
+func (s *Space) SetTypedValue(id codec.NodeId, val codec.Variant) error {
+	s.mu.RLock()
+	v, ok := s.lookupLocked(id)
+	match := ok && s.typeMatchesLocked(&val, v.dataType(), v.valueRank())
+	s.mu.RUnlock()
+	switch {
+	case !ok:
+		return fmt.Errorf("addrspace: SetTypedValue: unknown node %v", id)
+	case !match:
+		return fmt.Errorf("addrspace: SetTypedValue: %v (%v) does not fit DataType %v, ValueRank %d of %v",
+			val.Type(), val, v.dataType(), v.valueRank(), id)
+	case !s.SetValue(id, codec.DataValue{Value: val}):
+		return fmt.Errorf("addrspace: SetTypedValue: %v is not a Variable with a stored value", id)
+	}
+	return nil
+}
+
 // ValueFunc computes the Value of a Variable at read time, e.g. Server_ServerStatus_CurrentTime.
 // now is the time of the Read. It runs while the Space is locked for reading: it must be
 // fast, must not block and must not call the Space.
@@ -267,6 +292,32 @@ func (v view) valueRank() int32 {
 		return v.n.ValueRank
 	}
 	return v.tab.ValueRank()
+}
+
+// mayWrite reports whether a principal with roles may write v (Node.WriteRoles).
+func (v view) mayWrite(roles []codec.NodeId) bool {
+	if v.n == nil || len(v.n.WriteRoles) == 0 {
+		return true
+	}
+	for _, r := range roles {
+		for _, w := range v.n.WriteRoles {
+			if r == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// userAccessLevel is the AccessLevel of v as seen by a principal with roles
+// (Part 3 §5.6.2 UserAccessLevel): without the write bits when it may not write.
+func (v view) userAccessLevel(roles []codec.NodeId) uint8 {
+	al := v.accessLevel()
+	if !v.mayWrite(roles) {
+		al &^= uint8(ua.AccessLevelTypeCurrentWrite | ua.AccessLevelTypeStatusWrite |
+			ua.AccessLevelTypeTimestampWrite | ua.AccessLevelTypeHistoryWrite)
+	}
+	return al
 }
 
 // lookupLocked finds id among the run-time nodes, then in namespace 0; s.mu must be held.

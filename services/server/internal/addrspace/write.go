@@ -18,13 +18,13 @@ func (s *Space) Write(_ context.Context, op *nodemgr.WriteOp, done func()) {
 	defer done()
 	now := codec.Now()
 	for i := range op.Items {
-		op.Results[i] = s.writeOne(&op.Items[i], now)
+		op.Results[i] = s.writeOne(&op.Items[i], now, op.Principal.Roles)
 	}
 }
 
-func (s *Space) writeOne(w *ua.WriteValue, now codec.DateTime) status.Code {
+func (s *Space) writeOne(w *ua.WriteValue, now codec.DateTime, roles []codec.NodeId) status.Code {
 	s.mu.Lock()
-	c, dv := s.writeLocked(w, now)
+	c, dv := s.writeLocked(w, now, roles)
 	fns := s.onChange
 	s.mu.Unlock()
 	if c == status.Good && dv != nil {
@@ -35,9 +35,10 @@ func (s *Space) writeOne(w *ua.WriteValue, now codec.DateTime) status.Code {
 	return c
 }
 
-// writeLocked applies w; s.mu must be held for writing. It returns the new DataValue
-// when a Value changed.
-func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime) (status.Code, *codec.DataValue) {
+// writeLocked applies w for a principal with roles; s.mu must be held for writing. It
+// returns the new DataValue when a Value changed. A node the principal may not write
+// (Node.WriteRoles) is BadUserAccessDenied once the node itself would be writable.
+func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime, roles []codec.NodeId) (status.Code, *codec.DataValue) {
 	v, ok := s.lookupLocked(w.NodeId)
 	if !ok {
 		return status.BadNodeIdUnknown, nil
@@ -47,7 +48,7 @@ func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime) (status.Code, 
 		return status.BadAttributeIdInvalid, nil
 	}
 	if a != attr.Value {
-		return s.writeAttributeLocked(v, a, w), nil
+		return s.writeAttributeLocked(v, a, w, roles), nil
 	}
 	if v.class() != ua.NodeClassVariable {
 		// VariableType values are defaults that only WriteMask ValueForVariableType
@@ -57,6 +58,9 @@ func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime) (status.Code, 
 	al := ua.AccessLevelType(v.accessLevel())
 	if al&ua.AccessLevelTypeCurrentWrite == 0 || s.sources[w.NodeId] != nil {
 		return status.BadNotWritable, nil
+	}
+	if !v.mayWrite(roles) {
+		return status.BadUserAccessDenied, nil
 	}
 	in := &w.Value
 	if in.Status != status.Good && al&ua.AccessLevelTypeStatusWrite == 0 {
@@ -108,7 +112,7 @@ func (s *Space) currentValueLocked(id codec.NodeId, v view) codec.Variant {
 }
 
 // writeAttributeLocked writes an attribute other than Value where the WriteMask allows.
-func (s *Space) writeAttributeLocked(v view, a attr.ID, w *ua.WriteValue) status.Code {
+func (s *Space) writeAttributeLocked(v view, a attr.ID, w *ua.WriteValue, roles []codec.NodeId) status.Code {
 	if v.n == nil {
 		return status.BadNotWritable
 	}
@@ -126,6 +130,9 @@ func (s *Space) writeAttributeLocked(v view, a attr.ID, w *ua.WriteValue) status
 	}
 	if uint32(bit)&v.n.WriteMask == 0 {
 		return status.BadNotWritable
+	}
+	if !v.mayWrite(roles) {
+		return status.BadUserAccessDenied
 	}
 	if w.IndexRange != "" {
 		return status.BadIndexRangeInvalid

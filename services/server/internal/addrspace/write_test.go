@@ -190,3 +190,65 @@ func TestConcurrentReadWrite(t *testing.T) {
 	notified.Wait()
 	require.Equal(t, workers*iterations, count)
 }
+
+// TestWriteRoles checks Node.WriteRoles: a principal without one of the roles gets
+// BadUserAccessDenied for the Value and for a WriteMask attribute, and reads
+// UserAccessLevel and UserWriteMask without write bits; one with the role writes and
+// reads them whole. AccessLevel and WriteMask stay the same for both.
+func TestWriteRoles(t *testing.T) {
+	t.Parallel()
+	operator := n0(id.WellKnownRole_Operator)
+	anonymous := []codec.NodeId{n0(id.WellKnownRole_Anonymous)}
+	allowed := []codec.NodeId{n0(id.WellKnownRole_AuthenticatedUser), operator}
+	s := NewNamespace0()
+	sp := codec.NewStringNodeId(0, "Setpoint")
+	rw := uint8(ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeCurrentWrite)
+	require.NoError(t, s.AddNode(Node{
+		NodeId: sp, NodeClass: ua.NodeClassVariable, BrowseName: codec.QualifiedName{Name: "Setpoint"},
+		DataType: n0(id.Double), ValueRank: -1, AccessLevel: rw, WriteMask: uint32(ua.AttributeWriteMaskDisplayName),
+		WriteRoles: []codec.NodeId{operator}, Value: codec.DoubleVariant(1),
+	}))
+	write := func(roles []codec.NodeId, a attr.ID, v codec.Variant) status.Code {
+		op := &nodemgr.WriteOp{Principal: nodemgr.Principal{Roles: roles},
+			Items: []ua.WriteValue{{NodeId: sp, AttributeId: uint32(a), Value: codec.DataValue{Value: v}}}, Results: make([]status.Code, 1)}
+		s.Write(context.Background(), op, func() {})
+		return op.Results[0]
+	}
+	read := func(roles []codec.NodeId, a attr.ID) codec.DataValue {
+		op := &nodemgr.ReadOp{Principal: nodemgr.Principal{Roles: roles},
+			Items: []ua.ReadValueId{{NodeId: sp, AttributeId: uint32(a)}}, Results: make([]codec.DataValue, 1)}
+		s.Read(context.Background(), op, func() {})
+		return op.Results[0]
+	}
+	name := codec.MustVariant(codec.LocalizedText{Text: "x"})
+
+	require.Equal(t, status.BadUserAccessDenied, write(anonymous, attr.Value, codec.DoubleVariant(2)))
+	require.Equal(t, status.BadUserAccessDenied, write(nil, attr.DisplayName, name))
+	require.Equal(t, codec.DoubleVariant(1), read(anonymous, attr.Value).Value)
+	require.Equal(t, codec.ByteVariant(uint8(ua.AccessLevelTypeCurrentRead)), read(anonymous, attr.UserAccessLevel).Value)
+	require.Equal(t, codec.UInt32Variant(0), read(anonymous, attr.UserWriteMask).Value)
+	require.Equal(t, codec.ByteVariant(rw), read(anonymous, attr.AccessLevel).Value)
+	require.Equal(t, codec.UInt32Variant(uint32(ua.AttributeWriteMaskDisplayName)), read(anonymous, attr.WriteMask).Value)
+
+	require.Equal(t, status.BadTypeMismatch, write(allowed, attr.Value, codec.Int32Variant(2)), "type checks still apply")
+	require.Equal(t, status.Good, write(allowed, attr.Value, codec.DoubleVariant(2)))
+	require.Equal(t, status.Good, write(allowed, attr.DisplayName, name))
+	require.Equal(t, codec.DoubleVariant(2), read(anonymous, attr.Value).Value)
+	require.Equal(t, codec.ByteVariant(rw), read(allowed, attr.UserAccessLevel).Value)
+	require.Equal(t, codec.UInt32Variant(uint32(ua.AttributeWriteMaskDisplayName)), read(allowed, attr.UserWriteMask).Value)
+}
+
+// TestSetTypedValue checks that a value of the wrong DataType or ValueRank is refused
+// and the right one stored.
+func TestSetTypedValue(t *testing.T) {
+	t.Parallel()
+	s := NewNamespace0()
+	level := n0(id.Server_ServiceLevel) // Byte
+	require.Error(t, s.SetTypedValue(level, codec.UInt32Variant(255)))
+	require.Error(t, s.SetTypedValue(level, codec.MustVariant([]byte{1})))
+	require.Error(t, s.SetTypedValue(n0(999999), codec.ByteVariant(1)))
+	require.NoError(t, s.SetTypedValue(level, codec.ByteVariant(200)))
+	require.Equal(t, codec.ByteVariant(200), readAttr(t, s, level, attr.Value).Value)
+	// Duration is a subtype of Double.
+	require.NoError(t, s.SetTypedValue(n0(id.Server_ServerCapabilities_MinSupportedSampleRate), codec.DoubleVariant(0)))
+}

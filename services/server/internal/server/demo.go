@@ -35,6 +35,10 @@ func demoID(name string) codec.NodeId { return codec.NewStringNodeId(demoIndex, 
 // demoSineID is the NodeId of Demo/Simulation/Sine.
 var demoSineID = demoID("Demo.Simulation.Sine")
 
+// demoSetpointID is the NodeId of Demo/Protected/Setpoint, which only the Operator role
+// may write.
+var demoSetpointID = demoID("Demo.Protected.Setpoint")
+
 // demoValues are the initial values of the Scalar_ and Array_ variables, one per
 // built-in type that makes sense as a Variable value (Part 6 §5.1.2, ids 1 to 21).
 var demoValues = []struct {
@@ -44,7 +48,7 @@ var demoValues = []struct {
 }{
 	{codec.TypeBoolean, codec.BooleanVariant(true), codec.MustVariant([]bool{true, false})},
 	{codec.TypeSByte, codec.SByteVariant(-1), codec.MustVariant([]int8{-1, 1})},
-	{codec.TypeByte, codec.ByteVariant(1), codec.MustVariant([]byte{1, 2})},
+	{codec.TypeByte, codec.ByteVariant(1), codec.ByteArray([]byte{1, 2})},
 	{codec.TypeInt16, codec.Int16Variant(-2), codec.MustVariant([]int16{-2, 2})},
 	{codec.TypeUInt16, codec.UInt16Variant(2), codec.MustVariant([]uint16{2, 3})},
 	{codec.TypeInt32, codec.Int32Variant(-3), codec.MustVariant([]int32{-3, 3})},
@@ -72,8 +76,9 @@ var demoValues = []struct {
 
 // addDemoNamespace mounts the demo nodes in sp under Objects (Organizes): the folder
 // Demo with a writable Scalar_<Type> and Array_<Type> Variable per built-in type, the
-// Methods Add and Echo, and the folder Simulation with the Double Sine, which
-// runSimulation updates.
+// Methods Add and Echo, the folder Simulation with the Double Sine, which
+// runSimulation updates, and the folder Protected with the Double Setpoint that only
+// the Operator role may write.
 func addDemoNamespace(sp *addrspace.Space) error {
 	n0 := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
 	qn := func(name string) codec.QualifiedName {
@@ -122,6 +127,22 @@ func addDemoNamespace(sp *addrspace.Space) error {
 	}
 	if err := variable("Demo.Simulation.Sine", "Sine", demoID("Demo.Simulation"), n0(id.Double), -1,
 		ua.AccessLevelTypeCurrentRead, codec.DoubleVariant(0)); err != nil {
+		return err
+	}
+	// Demo/Protected/Setpoint shows per-user write access: anyone reads it, only a user
+	// with the Operator role writes it (security.users[].roles).
+	if err := folder("Demo.Protected", "Protected", demo); err != nil {
+		return err
+	}
+	if err := sp.AddNode(addrspace.Node{
+		NodeId: demoSetpointID, NodeClass: ua.NodeClassVariable, BrowseName: qn("Setpoint"), DisplayName: lt("Setpoint"),
+		DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(rw), Value: codec.DoubleVariant(0),
+		WriteRoles: []codec.NodeId{n0(id.WellKnownRole_Operator)},
+		References: []addrspace.Reference{
+			{ReferenceTypeId: n0(id.Organizes), TargetId: demoID("Demo.Protected"), IsForward: false},
+			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
+		},
+	}); err != nil {
 		return err
 	}
 	method := func(name string) addrspace.Node {

@@ -60,6 +60,12 @@ type sessions struct {
 	// into the table. deleteSubscriptions is CloseSession's flag; a timeout leaves the
 	// subscriptions to their lifetime (Part 4 §5.13.7: they may still be transferred).
 	onEnd func(id codec.NodeId, deleteSubscriptions bool)
+
+	// sweep ends idle sessions at their deadline (sweep.go): armed for sweepAt, no later
+	// than the earliest deadline; nil before the first session. stopped is set by stop.
+	sweep   *time.Timer
+	sweepAt time.Time
+	stopped bool
 }
 
 func newSessions(max int, now func() time.Time) *sessions {
@@ -108,6 +114,7 @@ func (t *sessions) create(name string, timeout time.Duration, channelID uint32, 
 		browse:     make(map[string]*continuation),
 	}
 	t.byToken[s.authToken] = s
+	t.armLocked(s.lastSeen.Add(s.timeout))
 	return s.info(), status.Good
 }
 

@@ -105,7 +105,7 @@ func TestSessionChecks(t *testing.T) {
 	requireFault(t, resp, err, status.BadMaxAgeInvalid, 8)
 
 	// A service the server does not implement.
-	resp, err = ch.Request(ctx, &ua.CreateSubscriptionRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 9}})
+	resp, err = ch.Request(ctx, &ua.QueryFirstRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: cs.AuthenticationToken, RequestHandle: 9}})
 	requireFault(t, resp, err, status.BadServiceUnsupported, 9)
 
 	// Write and Call with nothing to do.

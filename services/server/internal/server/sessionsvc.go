@@ -136,6 +136,7 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 	}
 	failures.succeed(key)
 	principal.SessionID = snap.id
+	principal.Roles = s.rolesOf(principal)
 	nonce, code := s.sessions.activate(h.AuthenticationToken, ch.ID(), principal)
 	if code != status.Good {
 		return s.fault(h, code)

@@ -1,0 +1,70 @@
+package server
+
+import "time"
+
+// sweepSlack is added to a sweep's delay so that it fires after the deadline it is for,
+// not a clock tick before.
+const sweepSlack = time.Millisecond
+
+// armLocked makes the sweep fire no later than deadline. A refreshed session only moves
+// its deadline later, so the timer is never moved for that: when it fires early, the
+// sweep finds nothing to end there and re-arms for the new earliest deadline. t.mu must
+// be held.
+func (t *sessions) armLocked(deadline time.Time) {
+	if t.stopped || (!t.sweepAt.IsZero() && !deadline.Before(t.sweepAt)) {
+		return
+	}
+	t.sweepAt = deadline
+	d := max(deadline.Sub(t.now()), 0) + sweepSlack
+	if t.sweep == nil {
+		t.sweep = time.AfterFunc(d, t.runSweep)
+		return
+	}
+	t.sweep.Reset(d)
+}
+
+// runSweep ends every session idle past its timeout (Part 4 §5.6.2: the server may
+// close a session the client has not used within its revised timeout) and re-arms for
+// the earliest remaining deadline. It costs one pass over the sessions per deadline
+// reached, not a periodic scan.
+func (t *sessions) runSweep() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	now := t.now()
+	var next time.Time
+	for _, s := range t.byToken {
+		deadline := s.lastSeen.Add(s.timeout)
+		if !now.Before(deadline) {
+			t.endLocked(s, false)
+			continue
+		}
+		if next.IsZero() || deadline.Before(next) {
+			next = deadline
+		}
+	}
+	t.sweepAt = time.Time{}
+	if !next.IsZero() {
+		t.armLocked(next)
+	}
+}
+
+// stop ends the sweep; sessions then expire only when touched. It is safe to call more
+// than once.
+func (t *sessions) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	if t.sweep != nil {
+		t.sweep.Stop()
+	}
+}
+
+// count returns the number of sessions in the table.
+func (t *sessions) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byToken)
+}
