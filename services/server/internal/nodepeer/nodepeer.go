@@ -21,9 +21,11 @@ import (
 	"time"
 )
 
+// Packages are the npm packages installed: node-opcua's client and server halves, so
+// that tests drive our server with its client and our client against its server.
+var Packages = []string{"node-opcua-client", "node-opcua-server"}
+
 const (
-	// Package is the npm package installed: the client half of node-opcua.
-	Package = "node-opcua-client"
 	// Version is pinned: 2.182.x is the newest node-opcua line that runs on Node.js 20.
 	Version = "2.182.2"
 	// CacheEnv, if set, names the folder under which the package is installed.
@@ -50,8 +52,8 @@ var (
 	installErr  error  // set once by installOnce
 )
 
-// Dir returns the install folder: $UASTACK_NPM_CACHE/node-opcua-client-<Version> if that
-// variable is set, else <os.UserCacheDir()>/uastack/npm/node-opcua-client-<Version>.
+// Dir returns the install folder: $UASTACK_NPM_CACHE/node-opcua-<Version> if that
+// variable is set, else <os.UserCacheDir()>/uastack/npm/node-opcua-<Version>.
 // It refuses a folder inside the Go workspace or module the tests run in.
 func Dir() (string, error) {
 	root := os.Getenv(CacheEnv)
@@ -62,7 +64,7 @@ func Dir() (string, error) {
 		}
 		root = filepath.Join(base, "uastack", "npm")
 	}
-	dir, err := filepath.Abs(filepath.Join(root, Package+"-"+Version))
+	dir, err := filepath.Abs(filepath.Join(root, "node-opcua-"+Version))
 	if err != nil {
 		return "", fmt.Errorf("nodepeer: %w", err)
 	}
@@ -95,14 +97,14 @@ func repoRoot() string {
 	}
 }
 
-// Ensure installs Package@Version into Dir if it is not there yet and returns the
+// Ensure installs Packages at Version into Dir if it is not there yet and returns the
 // node_modules folder. The install runs at most once per process; across processes it is
 // serialized by a file lock beside the install folder. Safe for concurrent use.
 func Ensure(t testing.TB) string {
 	t.Helper()
 	installOnce.Do(func() { installDir, installErr = install() })
 	if installErr != nil {
-		t.Fatalf("nodepeer: %s@%s not available: %v", Package, Version, installErr)
+		t.Fatalf("nodepeer: node-opcua %s not available: %v", Version, installErr)
 	}
 	return filepath.Join(installDir, "node_modules")
 }
@@ -136,8 +138,11 @@ func install() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--no-update-notifier",
-		"--prefix", dir, Package+"@"+Version)
+	args := []string{"install", "--no-audit", "--no-fund", "--no-update-notifier", "--prefix", dir}
+	for _, p := range Packages {
+		args = append(args, p+"@"+Version)
+	}
+	cmd := exec.CommandContext(ctx, "npm", args...)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -146,24 +151,43 @@ func install() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("npm install into %s: %w\n%s", dir, err, out)
 	}
-	if v := installedVersion(dir); v != Version {
-		return "", fmt.Errorf("npm install into %s left %s at version %q, want %s\n%s", dir, Package, v, Version, out)
+	for _, p := range Packages {
+		if v := installedVersion(dir, p); v != Version {
+			return "", fmt.Errorf("npm install into %s left %s at version %q, want %s\n%s", dir, p, v, Version, out)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, marker), []byte(Package+"@"+Version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, marker), []byte(markerText()), 0o644); err != nil {
 		return "", err
 	}
 	return dir, nil
 }
 
+// markerText is what the marker file holds after a complete install.
+func markerText() string {
+	var b strings.Builder
+	for _, p := range Packages {
+		b.WriteString(p + "@" + Version + "\n")
+	}
+	return b.String()
+}
+
 // installed reports whether a previous install into dir completed.
 func installed(dir string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, marker))
-	return err == nil && strings.TrimSpace(string(b)) == Package+"@"+Version && installedVersion(dir) == Version
+	if err != nil || string(b) != markerText() {
+		return false
+	}
+	for _, p := range Packages {
+		if installedVersion(dir, p) != Version {
+			return false
+		}
+	}
+	return true
 }
 
-// installedVersion returns the "version" of Package's package.json in dir, or "".
-func installedVersion(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", Package, "package.json"))
+// installedVersion returns the "version" of package pkg's package.json in dir, or "".
+func installedVersion(dir, pkg string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", pkg, "package.json"))
 	if err != nil {
 		return ""
 	}

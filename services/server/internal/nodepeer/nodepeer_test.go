@@ -27,3 +27,18 @@ result({line: new Error().stack.split("\n")[1].match(/:(\d+):\d+\)?$/)[1]});
 		{"line": "6"}, // the prelude shares the script's first line
 	}, nodepeer.Results(t, out))
 }
+
+// TestStart leaves a script running that loads the pinned server package, returns once
+// it is ready, and stops it with SIGINT, which the script sees.
+func TestStart(t *testing.T) {
+	p := nodepeer.Start(t, `
+const pkg = require("node-opcua-server/package.json");
+require("node-opcua-server");
+process.on("SIGINT", () => { result({bye: true}); process.exit(0); });
+result({version: pkg.version, arg: process.argv[2]});
+setInterval(() => {}, 1000);
+`, "hello")
+	require.Equal(t, map[string]any{"version": nodepeer.Version, "arg": "hello"}, p.Ready)
+	p.Stop()
+	require.Equal(t, []map[string]any{p.Ready, {"bye": true}}, p.Results(t))
+}
