@@ -17,6 +17,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.59.0
 	uastack.dev/pkg v0.0.0
+	uastack.dev/services/discovery v0.0.0
 )
 
 require (
@@ -29,3 +30,5 @@ require (
 )
 
 replace uastack.dev/pkg => ../../pkg
+
+replace uastack.dev/services/discovery => ../discovery

@@ -1,30 +1,56 @@
 package server
 
 import (
-	"slices"
+	"net/url"
+	"sync"
 
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/discovery"
+	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
-// getEndpoints answers GetEndpoints (Part 4 §5.4.4) with every endpoint, or none when
-// ProfileUris is set and does not name the UA-TCP transport profile.
-func (s *Server) getEndpoints(m *ua.GetEndpointsRequest) *ua.GetEndpointsResponse {
-	resp := &ua.GetEndpointsResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
-	if len(m.ProfileUris) > 0 && !slices.Contains(m.ProfileUris, TransportProfileUATCP) {
-		return resp
-	}
-	resp.Endpoints = s.endpoints
-	return resp
+// selfKey is the key of this server in its discovery cache.
+const selfKey = "self"
+
+// discoveryAnswers holds the server's discovery answers, built on first use from the
+// endpoints New made (the cache encodes each answer once per host and locale).
+type discoveryAnswers struct {
+	once  sync.Once
+	cache *discovery.Cache
 }
 
-// findServers answers FindServers (Part 4 §5.4.2) with this server's
+func (s *Server) discoveryCache() *discovery.Cache {
+	s.disc.once.Do(func() {
+		hosts := append([]string(nil), s.cfg.Endpoint.Hostnames...)
+		if u, err := url.Parse(s.cfg.Endpoint.EndpointURL); err == nil && u.Hostname() != "" {
+			hosts = append(hosts, u.Hostname())
+		}
+		s.disc.cache = discovery.NewCache()
+		s.disc.cache.Set(selfKey, &discovery.Server{
+			Application: applicationDescription(s.cfg),
+			Endpoints:   s.endpoints,
+			Hosts:       hosts,
+			// The redundancy work sets the live ServiceLevel; a lone server is healthy.
+			ServiceLevel: 255,
+		})
+	})
+	return s.disc.cache
+}
+
+// answerGetEndpoints answers GetEndpoints (Part 4 §5.4.4) from the discovery cache: every
+// endpoint, or those whose transport profile ProfileUris names, with the host the client
+// called where the server is reached by it.
+func (s *Server) answerGetEndpoints(req uasc.Request, m *ua.GetEndpointsRequest) {
+	a := s.discoveryCache().GetEndpoints(selfKey, m, codec.DateTimeOf(s.now()))
+	s.respond(req, a)
+	a.Release()
+}
+
+// answerFindServers answers FindServers (Part 4 §5.4.2) with this server's
 // ApplicationDescription, unless ServerUris is set and does not name it.
-func (s *Server) findServers(m *ua.FindServersRequest) *ua.FindServersResponse {
-	resp := &ua.FindServersResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
-	if len(m.ServerUris) > 0 && !slices.Contains(m.ServerUris, s.cfg.Application.ApplicationURI) {
-		return resp
-	}
-	resp.Servers = []ua.ApplicationDescription{applicationDescription(s.cfg)}
-	return resp
+func (s *Server) answerFindServers(req uasc.Request, m *ua.FindServersRequest) {
+	a := s.discoveryCache().FindServers(m, codec.DateTimeOf(s.now()))
+	s.respond(req, a)
+	a.Release()
 }
