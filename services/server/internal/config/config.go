@@ -17,6 +17,7 @@ type Config struct {
 	Security        Security        `koanf:"security"`
 	Limits          Limits          `koanf:"limits"`
 	OperationLimits OperationLimits `koanf:"operationLimits"`
+	Subscriptions   Subscriptions   `koanf:"subscriptions"`
 	Encoding        Encoding        `koanf:"encoding"`
 	AddressSpace    AddressSpace    `koanf:"addressSpace"`
 	Discovery       Discovery       `koanf:"discovery"`
@@ -115,6 +116,10 @@ const (
 type User struct {
 	Name         string `koanf:"name"`
 	PasswordHash string `koanf:"passwordHash"`
+	// Roles are well-known roles (Part 3 §4.9) granted on top of AuthenticatedUser,
+	// which every user holds: Observer, Operator, Engineer, Supervisor,
+	// ConfigureAdmin, SecurityAdmin (see [RoleNames]).
+	Roles []string `koanf:"roles"`
 }
 
 // Limits size a single node (the .NET stack's ServerConfiguration names).
@@ -245,7 +250,8 @@ func Default() *Config {
 				{Type: TokenAnonymous},
 				// The password is encrypted with Basic256Sha256 even on a None channel.
 				{Type: TokenUsername, SecurityPolicy: policy.URIBasic256Sha256},
-				{Type: TokenCertificate},
+				// So is the token signature: on None there is no channel policy to sign with.
+				{Type: TokenCertificate, SecurityPolicy: policy.URIBasic256Sha256},
 			},
 			MaxFailedAuthenticationAttempts: 5,
 			FailedAuthenticationWindow:      time.Minute,
@@ -268,6 +274,7 @@ func Default() *Config {
 			MinTokenLifetime:                 10 * time.Second,
 			MaxTokenLifetime:                 time.Hour,
 		},
+		Subscriptions: defaultSubscriptions(),
 		OperationLimits: OperationLimits{
 			MaxNodesPerRead:                          2500,
 			MaxNodesPerWrite:                         2500,

@@ -302,6 +302,9 @@ func TestValidate(t *testing.T) {
 		{"duplicate user", func(c *Config) {
 			c.Security.Users = []User{{Name: "alice", PasswordHash: hash}, {Name: "alice", PasswordHash: hash}}
 		}, `security.users[1].name: "alice" already used by security.users[0]`},
+		{"unknown role", func(c *Config) {
+			c.Security.Users = []User{{Name: "alice", PasswordHash: hash, Roles: []string{"Operator", "operator"}}}
+		}, `security.users[0].roles[1]: unknown role "operator"; allowed: Observer, Operator, Engineer, Supervisor, ConfigureAdmin, SecurityAdmin`},
 		{"lockout window", func(c *Config) { c.Security.FailedAuthenticationWindow = 0 },
 			"security.failedAuthenticationWindow: must be positive, got 0s"},
 		{"endpoint url", func(c *Config) { c.Endpoint.EndpointURL = "http://x:4840" },
@@ -352,10 +355,10 @@ func TestValidateCollectsAllErrors(t *testing.T) {
 func TestUsersFromYAML(t *testing.T) {
 	t.Parallel()
 	hash := testHash(t)
-	file := writeYAML(t, "security:\n  users:\n    - name: operator\n      passwordHash: '"+hash+"'\n")
+	file := writeYAML(t, "security:\n  users:\n    - name: operator\n      passwordHash: '"+hash+"'\n      roles: [Operator, Engineer]\n")
 	c, err := Load([]string{"--config", file}, nil)
 	require.NoError(t, err)
-	require.Equal(t, []User{{Name: "operator", PasswordHash: hash}}, c.Security.Users)
+	require.Equal(t, []User{{Name: "operator", PasswordHash: hash, Roles: []string{"Operator", "Engineer"}}}, c.Security.Users)
 	require.NoError(t, CheckPassword(c.Security.Users[0].PasswordHash, "secret"))
 }
 

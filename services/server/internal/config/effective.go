@@ -64,6 +64,7 @@ func Effective(cfg *Config) []slog.Attr {
 			slog.Duration("minTokenLifetime", cfg.Limits.MinTokenLifetime),
 			slog.Duration("maxTokenLifetime", cfg.Limits.MaxTokenLifetime),
 		),
+		subscriptionsGroup(cfg),
 		slog.Group("operationLimits",
 			slog.Int("maxNodesPerRead", cfg.OperationLimits.MaxNodesPerRead),
 			slog.Int("maxNodesPerWrite", cfg.OperationLimits.MaxNodesPerWrite),

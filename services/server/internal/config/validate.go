@@ -117,6 +117,7 @@ func (c *Config) Validate() error {
 	}
 
 	c.validateSecurity(&ps)
+	c.validateSubscriptions(&ps)
 
 	// limits
 	l := c.Limits
@@ -288,6 +289,11 @@ func (c *Config) validateSecurity(ps *problems) {
 		}
 		if err := ValidPasswordHash(u.PasswordHash); err != nil {
 			ps.add(key+".passwordHash", "%v", err)
+		}
+		for j, r := range u.Roles {
+			if _, ok := RoleID(r); !ok {
+				ps.add(fmt.Sprintf("%s.roles[%d]", key, j), "unknown role %q; allowed: %s", r, strings.Join(RoleNames(), ", "))
+			}
 		}
 	}
 

@@ -30,10 +30,11 @@ import (
 // the server's own handler functions with a real *uasc.ServerChannel: a None channel is
 // opened and a session activated over loopback once, then the server's end of the TCP
 // connection is switched to discarding its writes (discardConn). Each operation decodes
-// an encoded request body with codec.Decoder.Message, as the secure channel hands it over,
-// and calls Server.handle on the benchmark goroutine; the response is encoded by the
-// channel's send path (codec.Encoder.Message into a pooled chunk buffer, sealed for None)
-// and the chunk handed to the discarding conn. No socket I/O and no client-side decoding
+// an encoded request body as the secure channel's read loop does (with a NodeId cache,
+// into the request the server recycled after the previous Read) and calls Server.handle
+// on the benchmark goroutine; the response is encoded by the channel's send path
+// (straight into a pooled chunk buffer, sealed for None) and the chunk handed to the
+// discarding conn. No socket I/O and no client-side decoding
 // is measured. The simulation of the demo namespace is not running (Serve is not called).
 
 // discardConn is the server's end of a benchmark connection. Once discard is set, writes
@@ -112,6 +113,7 @@ type benchSession struct {
 	ch    *uasc.ServerChannel
 	conn  *discardConn
 	token codec.NodeId
+	spare codec.Structure // the request the server recycled last
 }
 
 // newBenchSession creates a Server (with a fresh PKI), serves its handler on a loopback
@@ -194,20 +196,27 @@ func encodeBody(tb testing.TB, m codec.Structure) []byte {
 }
 
 // serve decodes body and runs it through the server's handler, which encodes and sends
-// the response synchronously for Read and Browse.
+// the response synchronously for Read and Browse. It decodes as the channel's read loop
+// does: with a NodeId cache, and into the last request the server recycled (the server
+// hands back the ReadRequests it answers inline, see Server.read).
 func (bs *benchSession) serve(tb testing.TB, ctx context.Context, d *codec.Decoder, body []byte) {
 	d.Reset(body)
-	m := d.Message()
+	m := d.MessageInto(bs.spare)
 	if err := d.Err(); err != nil {
 		tb.Fatalf("decode: %v", err)
 	}
+	bs.spare = nil
 	bs.srv.handle(ctx, uasc.Request{RequestID: 1, Message: m, Channel: bs.ch})
+	if _, ok := m.(*ua.ReadRequest); ok { // no node manager is mounted: every Read is inline
+		bs.spare = m
+	}
 }
 
 // run benchmarks serve of body and returns the last response.
 func (bs *benchSession) run(b *testing.B, body []byte) codec.Structure {
 	ctx := context.Background()
 	d := codec.NewDecoder(nil)
+	d.CacheNodeIds(256)       // as a ServerChannel's decoder
 	bs.serve(b, ctx, d, body) // warm: caches, pools and encode hints
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()

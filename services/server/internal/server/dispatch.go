@@ -16,14 +16,15 @@ const statusInternal = status.BadInternalError
 
 // handle is the uasc Handler: it runs on the channel's reading goroutine. It answers the
 // in-memory services inline and hands what may block to the request queue: CreateSession
-// and ActivateSession (RSA and password hashing) and Reads that reach a node manager
-// mounted with Options.Managers.
+// and ActivateSession (RSA and password hashing) and the Read, Write, Call, Browse and
+// TranslateBrowsePaths items that reach a node manager mounted with Options.Managers.
+// A parked Publish waits in its session's queue, holding neither a worker nor a goroutine.
 func (s *Server) handle(ctx context.Context, req uasc.Request) {
 	switch m := req.Message.(type) {
 	case *ua.GetEndpointsRequest:
-		s.respond(req, s.getEndpoints(m))
+		s.answerGetEndpoints(req, m)
 	case *ua.FindServersRequest:
-		s.respond(req, s.findServers(m))
+		s.answerFindServers(req, m)
 	case *ua.CreateSessionRequest:
 		s.enqueue(ctx, req, m.RequestHeader, func(p *pending) { p.answer(s.createSession(req.Channel, m)) })
 	case *ua.ActivateSessionRequest:
@@ -45,7 +46,37 @@ func (s *Server) handle(ctx context.Context, req uasc.Request) {
 	case *ua.BrowseNextRequest:
 		s.respond(req, s.browseNext(req.Channel, m))
 	case *ua.TranslateBrowsePathsToNodeIdsRequest:
-		s.respond(req, s.translate(ctx, req.Channel, m))
+		s.translate(ctx, req, m)
+	case *ua.RegisterNodesRequest:
+		s.respond(req, s.registerNodes(req.Channel, m))
+	case *ua.UnregisterNodesRequest:
+		s.respond(req, s.unregisterNodes(req.Channel, m))
+	case *ua.CancelRequest:
+		s.respond(req, s.cancel(req.Channel, m))
+	case *ua.CreateSubscriptionRequest:
+		s.respond(req, s.createSubscription(req.Channel, m))
+	case *ua.ModifySubscriptionRequest:
+		s.respond(req, s.modifySubscription(req.Channel, m))
+	case *ua.SetPublishingModeRequest:
+		s.respond(req, s.setPublishingMode(req.Channel, m))
+	case *ua.DeleteSubscriptionsRequest:
+		s.respond(req, s.deleteSubscriptions(req.Channel, m))
+	case *ua.TransferSubscriptionsRequest:
+		s.respond(req, s.transferSubscriptions(req.Channel, m))
+	case *ua.PublishRequest:
+		s.publish(req, m)
+	case *ua.RepublishRequest:
+		s.republish(req, m)
+	case *ua.CreateMonitoredItemsRequest:
+		s.respond(req, s.createMonitoredItems(ctx, req.Channel, m))
+	case *ua.ModifyMonitoredItemsRequest:
+		s.respond(req, s.modifyMonitoredItems(ctx, req.Channel, m))
+	case *ua.DeleteMonitoredItemsRequest:
+		s.respond(req, s.deleteMonitoredItems(req.Channel, m))
+	case *ua.SetMonitoringModeRequest:
+		s.respond(req, s.setMonitoringMode(req.Channel, m))
+	case *ua.SetTriggeringRequest:
+		s.respond(req, s.setTriggering(req.Channel, m))
 	default:
 		s.respond(req, s.fault(requestHeaderOf(req.Message), status.BadServiceUnsupported))
 	}
@@ -109,6 +140,7 @@ func (s *Server) enqueue(ctx context.Context, req uasc.Request, h ua.RequestHead
 	} else {
 		p.ctx, p.cancel = context.WithCancel(ctx)
 	}
+	s.outstanding.track(p)
 	ok, retryAfter := s.queue.push(func() {
 		if !p.done() {
 			job(p)

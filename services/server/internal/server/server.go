@@ -23,6 +23,7 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/subscription"
 )
 
 // trustPollInterval is how often the PKI folders are checked for certificates moved in or
@@ -37,9 +38,10 @@ type Options struct {
 	Now func() time.Time
 	// Managers are in-process node managers mounted after the built-in namespaces: each
 	// URI a manager's Namespaces returns gets the next index of the NamespaceArray. A
-	// manager that implements nodemgr.Reader answers the Read items of its namespaces,
-	// through the request queue, so it may complete from another goroutine. A URI served
-	// twice is an error.
+	// manager answers the Read, Write, Call and Browse items of its namespaces for the
+	// nodemgr capabilities it implements, through the request queue, so it may complete
+	// from another goroutine; a nodemgr.Mounter hangs its nodes below the Objects folder.
+	// A URI served twice is an error.
 	Managers []nodemgr.Manager
 }
 
@@ -54,22 +56,25 @@ type Server struct {
 	key       *rsa.PrivateKey
 	endpoints []ua.EndpointDescription
 	tokens    []ua.UserTokenPolicy
+	disc      discoveryAnswers // the encoded GetEndpoints and FindServers answers
 	space     *addrspace.Space
 	sessions  *sessions
+	subs      *subscription.Engine // set by initSubscriptions
 	channels  *uasc.Server
 	startTime codec.DateTime
 
 	// namespaces is the NamespaceArray: those of space, then those of the Managers.
 	namespaces []string
-	// readers answer the Read items of the namespace with the index they are stored at;
-	// nil (or beyond its end) means space.
-	readers []nodemgr.Reader
+	// routing maps each namespace to the node manager that serves it (route.go).
+	routing routing
 
 	stopTrust func()
 	queue     *requestQueue
-	wg        sync.WaitGroup // counts the queued and running jobs of queue
-	stopping  atomic.Bool    // set when Serve stops taking requests
-	closeOnce sync.Once
+	// outstanding are the queued and parked requests that Cancel can reach.
+	outstanding outstanding
+	wg          sync.WaitGroup // counts the queued and running jobs of queue
+	stopping    atomic.Bool    // set when Serve stops taking requests
+	closeOnce   sync.Once
 
 	dummyOnce sync.Once
 	dummy     string // set once by dummyOnce
@@ -108,7 +113,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		_ = p.Close()
 		return nil, err
 	}
-	namespaces, readers, err := mountManagers(space, opts.Managers)
+	namespaces, routing, err := mountManagers(space, opts.Managers)
 	if err != nil {
 		_ = p.Close()
 		return nil, err
@@ -126,11 +131,16 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		sessions:   newSessions(cfg.Limits.MaxSessionCount, now),
 		startTime:  codec.DateTimeOf(now()),
 		namespaces: namespaces,
-		readers:    readers,
+		routing:    routing,
 	}
 	s.queue = newRequestQueue(cfg.Limits.MaxQueuedRequestCount,
 		cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now, &s.wg)
 	if err := s.initServerObject(); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	s.initSubscriptions()
+	if err := s.initCapabilities(); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
@@ -150,6 +160,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		ValidateCertificate: validate,
 		MinTokenLifetime:    cfg.Limits.MinTokenLifetime,
 		MaxTokenLifetime:    cfg.Limits.MaxTokenLifetime,
+		Decode: codec.Limits{
+			MaxStringLength:     cfg.Encoding.MaxStringLength,
+			MaxByteStringLength: cfg.Encoding.MaxByteStringLength,
+			MaxArrayLength:      cfg.Encoding.MaxArrayLength,
+		},
 		UACP: uacp.ServerConfig{Limits: uacp.Limits{
 			ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
 			SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
@@ -185,16 +200,20 @@ func (s *Server) Certificate() *x509.Certificate { return s.cert }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	simCtx, stopSim := context.WithCancel(ctx)
 	simDone := make(chan struct{})
+	go s.subs.Run(simCtx)
 	if s.cfg.AddressSpace.DemoNamespace {
 		go s.runSimulation(simCtx, simDone)
 	} else {
 		close(simDone)
 	}
+	registered := s.startRegistration(ctx)
 	err := s.serveChannels(ctx, ln)
 	stopSim()
 	<-simDone
+	<-registered
 	s.stopping.Store(true)
 	s.queue.close()
+	s.sessions.stop()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -206,6 +225,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.sessions.stop()
 		s.stopTrust()
 		err = s.pki.Close()
 	})

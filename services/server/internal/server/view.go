@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
@@ -29,18 +31,50 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	p, code := s.checkRead(req.Channel, m)
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
+		req.Recycle()
 		return
 	}
-	op := &nodemgr.ReadOp{
+	rs := readPool.Get().(*readState)
+	rs.op = nodemgr.ReadOp{
 		Principal:  p,
 		MaxAge:     m.MaxAge,
 		Timestamps: m.TimestampsToReturn,
 		Items:      m.NodesToRead,
-		Results:    make([]codec.DataValue, len(m.NodesToRead)),
+		Results:    slices.Grow(rs.results[:0], len(m.NodesToRead))[:len(m.NodesToRead)],
 	}
-	s.space.Read(ctx, op, func() {
-		s.respond(req, &ua.ReadResponse{ResponseHeader: s.header(h, status.Good), Results: op.Results})
+	// The Space answers before Read returns, and Respond has encoded the response before
+	// it returns: after that nothing refers to rs, the request or its slices.
+	s.space.Read(ctx, &rs.op, func() {
+		rs.resp = ua.ReadResponse{ResponseHeader: s.header(h, status.Good), Results: rs.op.Results}
+		s.respond(req, &rs.resp)
 	})
+	rs.release()
+	req.Recycle()
+}
+
+// readState is the memory of one inline Read: the operation handed to the Space and the
+// response encoded from its Results. It is pooled; a Read owns it from readPool.Get until
+// release, which follows the encoding of the response.
+type readState struct {
+	op      nodemgr.ReadOp
+	resp    ua.ReadResponse
+	results []codec.DataValue
+}
+
+var readPool = sync.Pool{New: func() any { return new(readState) }}
+
+// maxPooledResults bounds the Results slice a pooled readState keeps.
+const maxPooledResults = 1024
+
+// release clears rs, so that it holds no value of the Space, and returns it to readPool.
+func (rs *readState) release() {
+	results := rs.op.Results
+	clear(results)
+	if cap(results) > maxPooledResults {
+		results = nil
+	}
+	*rs = readState{results: results[:0]}
+	readPool.Put(rs)
 }
 
 // checkRead makes the checks of a Read that come before any node is read: the session,
@@ -60,10 +94,12 @@ func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest) (nodemgr.P
 	return p, code
 }
 
-// browse answers Browse (Part 4 §5.9.2) from namespace 0. When a node has more than
+// browse answers Browse (Part 4 §5.9.2). When a node has more than
 // RequestedMaxReferencesPerNode references, the rest is kept in a continuation point of
 // the session (at most Limits.MaxBrowseContinuationPoints per session; beyond that the
-// result is BadNoContinuationPoints).
+// result is BadNoContinuationPoints). A Browse that reaches a mounted node manager, or a
+// Space node with references into one, goes through the request queue (browseRouted);
+// otherwise the Space answers inline.
 func (s *Server) browse(ctx context.Context, req uasc.Request, m *ua.BrowseRequest) {
 	h := m.RequestHeader
 	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
@@ -74,6 +110,10 @@ func (s *Server) browse(ctx context.Context, req uasc.Request, m *ua.BrowseReque
 		s.respond(req, s.fault(h, code))
 		return
 	}
+	if s.routesBrowse(m) {
+		s.browseRouted(ctx, req, h, p, m)
+		return
+	}
 	op := &nodemgr.BrowseOp{
 		Principal: p,
 		View:      m.View,
@@ -82,29 +122,34 @@ func (s *Server) browse(ctx context.Context, req uasc.Request, m *ua.BrowseReque
 	}
 	perNode := int(m.RequestedMaxReferencesPerNode)
 	s.space.Browse(ctx, op, func() {
-		results := make([]ua.BrowseResult, len(op.Results))
-		code := s.sessions.active(h.AuthenticationToken, req.Channel.ID(), func(sess *session) status.Code {
-			for i, r := range op.Results {
-				results[i] = ua.BrowseResult{StatusCode: r.Status, References: r.References}
-				if perNode == 0 || len(r.References) <= perNode {
-					continue
-				}
-				cp, code := sess.saveContinuationLocked(r.References[perNode:], perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
-				if code != status.Good {
-					results[i] = ua.BrowseResult{StatusCode: code}
-					continue
-				}
-				results[i].References = r.References[:perNode]
-				results[i].ContinuationPoint = cp
-			}
-			return status.Good
-		})
-		if code != status.Good {
-			s.respond(req, s.fault(h, code))
-			return
-		}
-		s.respond(req, &ua.BrowseResponse{ResponseHeader: s.header(h, status.Good), Results: results})
+		s.respond(req, s.browseResponse(h, req.Channel.ID(), op.Results, perNode))
 	})
+}
+
+// browseResponse answers a Browse with the references found for each node, keeping what
+// exceeds perNode (0: no limit) in continuation points of the session.
+func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []nodemgr.BrowseResult, perNode int) codec.Structure {
+	results := make([]ua.BrowseResult, len(found))
+	code := s.sessions.active(h.AuthenticationToken, channelID, func(sess *session) status.Code {
+		for i, r := range found {
+			results[i] = ua.BrowseResult{StatusCode: r.Status, References: r.References}
+			if perNode == 0 || len(r.References) <= perNode {
+				continue
+			}
+			cp, code := sess.saveContinuationLocked(r.References[perNode:], perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
+			if code != status.Good {
+				results[i] = ua.BrowseResult{StatusCode: code}
+				continue
+			}
+			results[i].References = r.References[:perNode]
+			results[i].ContinuationPoint = cp
+		}
+		return status.Good
+	})
+	if code != status.Good {
+		return s.fault(h, code)
+	}
+	return &ua.BrowseResponse{ResponseHeader: s.header(h, status.Good), Results: results}
 }
 
 // browseNext answers BrowseNext (Part 4 §5.9.3) from the session's continuation points:
@@ -148,17 +193,24 @@ func (s *Server) browseNext(ch *uasc.ServerChannel, m *ua.BrowseNextRequest) cod
 	return &ua.BrowseNextResponse{ResponseHeader: s.header(h, status.Good), Results: results}
 }
 
-// translate answers TranslateBrowsePathsToNodeIds (Part 4 §5.9.4) from namespace 0.
-func (s *Server) translate(ctx context.Context, ch *uasc.ServerChannel, m *ua.TranslateBrowsePathsToNodeIdsRequest) codec.Structure {
+// translate answers TranslateBrowsePathsToNodeIds (Part 4 §5.9.4). Without mounted
+// managers the Space resolves the paths inline; with them any path may cross into a
+// manager, so the request goes through the queue (translateRouted).
+func (s *Server) translate(ctx context.Context, req uasc.Request, m *ua.TranslateBrowsePathsToNodeIdsRequest) {
 	h := m.RequestHeader
-	_, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
+	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
 	if code == status.Good {
 		code = checkCount(len(m.BrowsePaths), s.cfg.OperationLimits.MaxNodesPerTranslateBrowsePathsToNodeIds)
 	}
 	if code != status.Good {
-		return s.fault(h, code)
+		s.respond(req, s.fault(h, code))
+		return
+	}
+	if len(s.routing.owners) != 0 {
+		s.translateRouted(ctx, req, h, p, m)
+		return
 	}
 	results := make([]ua.BrowsePathResult, len(m.BrowsePaths))
 	s.space.TranslateBrowsePaths(ctx, m.BrowsePaths, results)
-	return &ua.TranslateBrowsePathsToNodeIdsResponse{ResponseHeader: s.header(h, status.Good), Results: results}
+	s.respond(req, &ua.TranslateBrowsePathsToNodeIdsResponse{ResponseHeader: s.header(h, status.Good), Results: results})
 }
