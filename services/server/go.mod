@@ -18,6 +18,7 @@ require (
 	golang.org/x/crypto v0.59.0
 	uastack.dev/pkg v0.0.0
 	uastack.dev/services/discovery v0.0.0
+	uastack.dev/tools v0.0.0
 )
 
 require (
@@ -32,3 +33,5 @@ require (
 replace uastack.dev/pkg => ../../pkg
 
 replace uastack.dev/services/discovery => ../discovery
+
+replace uastack.dev/tools => ../../tools

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"uastack.dev/services/server/internal/nodepeer"
+	"uastack.dev/tools/nodepeer"
 )
 
 // nodeRegisteringServer is a node-opcua server that registers itself with the discovery

@@ -14,7 +14,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/stretchr/testify/require"
 
-	"uastack.dev/services/server/internal/nodepeer"
+	"uastack.dev/tools/nodepeer"
 )
 
 // interopNodeScript runs every check of issue 4 with node-opcua's client in one node

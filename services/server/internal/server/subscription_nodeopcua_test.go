@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"uastack.dev/services/server/internal/nodepeer"
+	"uastack.dev/tools/nodepeer"
 	"uastack.dev/services/server/internal/servertest"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"uastack.dev/services/server/internal/nodepeer"
+	"uastack.dev/tools/nodepeer"
 )
 
 // TestRun installs (or reuses) the pinned client and checks that a script loads it, gets

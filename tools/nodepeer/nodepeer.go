@@ -1,7 +1,9 @@
-// Package nodepeer runs JavaScript against node-opcua's client so that tests can drive the
-// server with an independent OPC UA implementation (STYLE.md, "Real peers as oracles").
+// Package nodepeer runs JavaScript against node-opcua's client and server, so that tests
+// and benchmarks meet an independent OPC UA implementation (STYLE.md, "Real peers as
+// oracles"): its client drives our server, its server answers our client and registers
+// with our discovery service.
 //
-// The npm package is installed once per machine into a cache outside the repository and
+// The npm packages are installed once per machine into a cache outside the repository and
 // reused by every later test run. A missing node or npm, or a failed install, fails the
 // test with the reason: the oracle is never skipped silently.
 package nodepeer
