@@ -689,7 +689,9 @@ func TestParkedPublishesHoldNoGoroutine(t *testing.T) {
 		r.e.Step() // the initial sample, as Run would take it at once
 		r.clk.t = r.clk.t.Add(time.Second / n)
 	}
-	require.Equal(t, before, runtime.NumGoroutine())
+	// At most before: an unrelated goroutine (the runtime's, the test framework's) may
+	// have ended meanwhile, but none may have been added.
+	require.LessOrEqual(t, runtime.NumGoroutine(), before)
 	answered := func() int {
 		k := 0
 		for _, b := range boxes {
