@@ -5,13 +5,16 @@ import "hash/maphash"
 // idCache holds the NodeId identifiers (String, Guid and Opaque) a Decoder produced
 // recently, so that one seen again is returned without a new copy: a session's
 // authentication token arrives in every request of a channel, and clients read the same
-// nodes over and over. It is two-way set-associative: a pair of slots holds the last two
-// identifiers that hashed to it, so its memory stays bounded by the slot count times
-// maxCachedID.
+// nodes over and over. It is four-way set-associative: a set of four slots holds the last
+// four identifiers that hashed to it, so that a working set of a few hundred identifiers
+// rarely evicts itself, and its memory stays bounded by the slot count times maxCachedID.
 type idCache struct {
 	seed  maphash.Seed
-	slots []string // len is a power of two, at least 2; slots 2k and 2k+1 form a set
+	slots []string // len is a power of two, at least idWays; slots [4k, 4k+4) form a set
 }
+
+// idWays is the number of slots of a set.
+const idWays = 4
 
 // maxCachedID is the longest identifier kept; longer ones are copied every time.
 const maxCachedID = 64
@@ -21,17 +24,16 @@ func (c *idCache) str(b []byte) string {
 	if c == nil || len(b) > maxCachedID {
 		return string(b)
 	}
-	i := maphash.Bytes(c.seed, b) & uint64(len(c.slots)-2)
-	set := c.slots[i : i+2 : i+2]
-	// The comparisons do not copy b.
-	if set[0] == string(b) {
-		return set[0]
-	}
-	if set[1] == string(b) {
-		return set[1]
+	i := maphash.Bytes(c.seed, b) & uint64(len(c.slots)-idWays)
+	set := c.slots[i : i+idWays : i+idWays]
+	for _, s := range set {
+		if s == string(b) { // the comparison does not copy b
+			return s
+		}
 	}
 	s := string(b)
-	set[0], set[1] = s, set[0]
+	copy(set[1:], set[:idWays-1]) // the oldest leaves
+	set[0] = s
 	return s
 }
 
@@ -45,7 +47,7 @@ func (d *Decoder) CacheNodeIds(n int) {
 		d.ids = nil
 		return
 	}
-	size := 2
+	size := idWays
 	for size < n {
 		size <<= 1
 	}

@@ -276,7 +276,7 @@ type ServerChannel struct {
 }
 
 // decodeCachedIDs is the size of a channel's cache of decoded NodeId identifiers.
-const decodeCachedIDs = 256
+const decodeCachedIDs = 512
 
 // ID returns the SecureChannelId.
 func (sc *ServerChannel) ID() uint32 { return sc.channelID }

@@ -216,7 +216,7 @@ func (bs *benchSession) serve(tb testing.TB, ctx context.Context, d *codec.Decod
 func (bs *benchSession) run(b *testing.B, body []byte) codec.Structure {
 	ctx := context.Background()
 	d := codec.NewDecoder(nil)
-	d.CacheNodeIds(256)       // as a ServerChannel's decoder
+	d.CacheNodeIds(512)       // as a ServerChannel's decoder
 	bs.serve(b, ctx, d, body) // warm: caches, pools and encode hints
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
