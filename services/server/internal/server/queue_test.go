@@ -77,7 +77,9 @@ const testNamespaceURI = "urn:uastack:test:slow"
 // waiting on a device does. Every item reads as Int32 42.
 type slowManager struct {
 	delay time.Duration
-	hold  chan struct{}
+	hold  chan struct{} // Read blocks its caller until closed
+	// release, when set, parks each Read (answered from another goroutine) until closed.
+	release chan struct{}
 
 	calls    atomic.Int32 // Reads started
 	inFlight atomic.Int32 // Reads not yet done
@@ -103,7 +105,11 @@ func (m *slowManager) Read(_ context.Context, op *nodemgr.ReadOp, done func()) {
 		return
 	}
 	go func() {
-		time.Sleep(m.delay)
+		if m.release != nil {
+			<-m.release
+		} else {
+			time.Sleep(m.delay)
+		}
 		finish()
 	}()
 }
@@ -343,13 +349,16 @@ func TestTimeoutHint(t *testing.T) {
 func TestParkedReadsHoldNoWorker(t *testing.T) {
 	t.Parallel()
 	const parked = 50
-	m := &slowManager{delay: time.Second}
+	// The manager holds every Read for at least a second, answering from its own
+	// goroutine; holding them until released (rather than for a fixed delay) keeps all 50
+	// parked at once however slowly a loaded machine sends them.
+	m := &slowManager{release: make(chan struct{})}
 	ps := startPipeline(t, m, func(c *config.Config) {
 		c.Limits.MinRequestThreadCount = 1
 		c.Limits.MaxRequestThreadCount = 2
 		c.Limits.MaxQueuedRequestCount = parked
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
 	errs := make(chan error, parked)
@@ -364,10 +373,11 @@ func TestParkedReadsHoldNoWorker(t *testing.T) {
 			errs <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return m.inFlight.Load() == parked }, 900*time.Millisecond, time.Millisecond,
+	require.Eventually(t, func() bool { return m.inFlight.Load() == parked }, 10*time.Second, time.Millisecond,
 		"with two workers, all %d Reads are parked in the manager at once", parked)
+	parkedAt := time.Now()
 	// The last job may still be returning from the manager's method.
-	require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 100*time.Millisecond, time.Millisecond,
+	require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 2*time.Second, time.Millisecond,
 		"the workers are free once the Reads are parked")
 
 	var latencies []time.Duration
@@ -381,8 +391,10 @@ func TestParkedReadsHoldNoWorker(t *testing.T) {
 		requireReadGood(t, resp, err)
 	}
 	requireNormalLatency(t, latencies)
-	require.Positive(t, m.inFlight.Load(), "the namespace 0 Reads ran while the slow ones were parked")
+	require.Equal(t, int32(parked), m.inFlight.Load(), "the namespace 0 Reads ran while the slow ones were parked")
 
+	time.Sleep(time.Second - time.Since(parkedAt))
+	close(m.release)
 	for range parked {
 		require.NoError(t, <-errs)
 	}

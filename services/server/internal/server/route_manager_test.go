@@ -28,7 +28,9 @@ const routeChildren = 5
 // those not yet done.
 type routeManager struct {
 	delay time.Duration
-	ns    uint16 // set by Mount
+	// release, when set, holds every operation until closed instead of for delay.
+	release chan struct{}
+	ns      uint16 // set by Mount
 
 	mu     sync.Mutex // guards values
 	values map[string]int32
@@ -68,12 +70,16 @@ func (m *routeManager) Mount(indexes []uint16) []nodemgr.Mount {
 
 func (m *routeManager) node(name string) codec.NodeId { return codec.NewStringNodeId(m.ns, name) }
 
-// later runs fill and done from a new goroutine after the delay.
+// later runs fill and done from a new goroutine after the delay (or the release).
 func (m *routeManager) later(fill, done func()) {
 	m.ops.Add(1)
 	m.inFlight.Add(1)
 	go func() {
-		time.Sleep(m.delay)
+		if m.release != nil {
+			<-m.release
+		} else {
+			time.Sleep(m.delay)
+		}
 		fill()
 		m.inFlight.Add(-1)
 		done()

@@ -84,13 +84,16 @@ func TestParkedOperationsHoldNoWorker(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			const parked = 30
-			m := newRouteManager(time.Second)
+			// Held until released (for at least a second), so that all are parked at
+			// once however slowly a loaded machine sends them.
+			m := newRouteManager(0)
+			m.release = make(chan struct{})
 			ps := startPipeline(t, m, func(c *config.Config) {
 				c.Limits.MinRequestThreadCount = 1
 				c.Limits.MaxRequestThreadCount = 2
 				c.Limits.MaxQueuedRequestCount = parked
 			})
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 
 			errs := make(chan error, parked)
@@ -104,11 +107,12 @@ func TestParkedOperationsHoldNoWorker(t *testing.T) {
 					errs <- err
 				}()
 			}
-			require.Eventually(t, func() bool { return m.inFlight.Load() == tc.ops*parked }, 900*time.Millisecond, time.Millisecond,
+			require.Eventually(t, func() bool { return m.inFlight.Load() == tc.ops*parked }, 10*time.Second, time.Millisecond,
 				"with two workers, all %d requests are parked in the manager at once", parked)
+			parkedAt := time.Now()
 
 			// The last job may still be returning from the manager's method.
-			require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 100*time.Millisecond, time.Millisecond,
+			require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 2*time.Second, time.Millisecond,
 				"the workers are free once the requests are parked")
 
 			var latencies []time.Duration
@@ -122,8 +126,10 @@ func TestParkedOperationsHoldNoWorker(t *testing.T) {
 				requireReadGood(t, resp, err)
 			}
 			requireNormalLatency(t, latencies)
-			require.Positive(t, m.inFlight.Load(), "the namespace 0 Reads ran while the others were parked")
+			require.Equal(t, tc.ops*parked, m.inFlight.Load(), "the namespace 0 Reads ran while the others were parked")
 
+			time.Sleep(time.Second - time.Since(parkedAt))
+			close(m.release)
 			for range parked {
 				require.NoError(t, <-errs)
 			}
