@@ -8,6 +8,7 @@ import (
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/status"
+	"uastack.dev/services/server/internal/subscription"
 )
 
 // cancelKey names the requests Cancel reaches: those of one session (by its
@@ -101,7 +102,7 @@ func (o *outstanding) len() int {
 // of the channel is read, so only queued and parked ones can be cancelled.
 func (s *Server) cancel(ch *uasc.ServerChannel, m *ua.CancelRequest) codec.Structure {
 	h := m.RequestHeader
-	code := s.sessions.active(h.AuthenticationToken, ch.ID(), func(*session) status.Code { return status.Good })
+	p, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
 	if code != status.Good {
 		return s.fault(h, code)
 	}
@@ -111,5 +112,11 @@ func (s *Server) cancel(ch *uasc.ServerChannel, m *ua.CancelRequest) codec.Struc
 			n++
 		}
 	}
+	// Parked Publishes wait in the subscription engine, not in the registry: registering
+	// each would cost every Publish an allocation for the rare Cancel.
+	n += uint32(s.subs.CancelPublishes(p.SessionID, func(r subscription.Responder) bool {
+		c, ok := r.(*publishCall)
+		return ok && c.handle == m.RequestHandle
+	}, status.BadRequestCancelledByClient))
 	return &ua.CancelResponse{ResponseHeader: s.header(h, status.Good), CancelCount: n}
 }
