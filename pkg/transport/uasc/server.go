@@ -334,9 +334,17 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 		return sc.dropErr
 	}
 	if err != nil && !isPeerGone(err) {
-		_ = c.SendError(statusOf(err), err.Error())
+		code := statusOf(err)
+		_ = c.SendError(code, errReason(code))
 	}
 	return err
+}
+
+// errReason is the Reason of an ERR the server sends: the status and its description.
+// The error's own text stays in the server's log: it may name files and internals (a
+// certificate refusal says where the rejected copy lies) that are not the peer's business.
+func errReason(code status.Code) string {
+	return code.Name() + ": " + code.Description()
 }
 
 // isPeerGone reports errors after which no ERR is sent: the connection is gone, the peer
@@ -593,7 +601,7 @@ func (sc *ServerChannel) dropLocked(code status.Code, err error) {
 	s.untrack(sc)
 	go func() {
 		defer close(sc.dropDone)
-		_ = sc.conn.SendError(code, err.Error())
+		_ = sc.conn.SendError(code, errReason(code))
 	}()
 }
 

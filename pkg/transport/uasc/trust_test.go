@@ -211,6 +211,10 @@ func TestCertificateRejection(t *testing.T) {
 			var ue *uacp.Error
 			require.ErrorAs(t, err, &ue, "want an ERR from the server, got %v", err)
 			require.Equal(t, tc.want, ue.Code, "%v", err)
+			// The reason is the status and its description; what the server knows beyond
+			// that (file names in its PKI) stays in its log.
+			require.Equal(t, tc.want.Name()+": "+tc.want.Description(), ue.Reason)
+			require.NotContains(t, ue.Reason, p.Root())
 			requireServing(t, ts)
 		})
 	}
