@@ -63,6 +63,10 @@ type channel struct {
 	// buffer: chunks only queue, and it writes them together once none waits (hold).
 	holding bool
 	sendErr error // first write failure; the channel is dead after it
+	// backlog counts the bytes queued or being written; beyond maxBacklog (0: no bound)
+	// the peer is not reading its responses and the channel is closed.
+	backlog    int
+	maxBacklog int
 
 	// receive half: only the reading goroutine touches these.
 	recvSeq    uint32
@@ -188,7 +192,11 @@ func (c *channel) sealAsym(requestID uint32, body []byte) ([]byte, error) {
 // order they were sealed. It must be called with smu held and returns with smu released.
 // The chunks are owned by the queue from then on: each goes back to the pool once written
 // (Pool.Put ignores buffers that are not pool-sized).
-func (c *channel) queueLocked(chunks ...[]byte) error {
+func (c *channel) queueLocked(chunks ...[]byte) error { return c.enqueueLocked(false, chunks) }
+
+// enqueueLocked is queueLocked; with async, a write that is due starts on a goroutine of
+// its own, so that the caller never waits on the peer's socket.
+func (c *channel) enqueueLocked(async bool, chunks [][]byte) error {
 	if c.sendErr != nil {
 		c.smu.Unlock()
 		for _, b := range chunks {
@@ -196,12 +204,41 @@ func (c *channel) queueLocked(chunks ...[]byte) error {
 		}
 		return c.sendErr
 	}
+	for _, b := range chunks {
+		c.backlog += len(b)
+	}
 	c.pending = append(c.pending, chunks...)
+	if c.maxBacklog > 0 && c.backlog > c.maxBacklog {
+		// A peer that leaves this much unread would hold it for ever: end the channel
+		// rather than the server's memory. Closing the connection also frees a writer
+		// blocked on it.
+		err := fmt.Errorf("uasc: %d bytes wait for a peer that does not read them: %w", c.backlog, status.BadTcpNotEnoughResources)
+		c.sendErr = err
+		c.dropPendingLocked()
+		c.smu.Unlock()
+		c.conn.Close()
+		return err
+	}
 	if c.flushing || c.holding || len(c.pending) == 0 {
 		c.smu.Unlock()
 		return nil
 	}
 	c.flushing = true
+	if async {
+		c.smu.Unlock()
+		go func() {
+			c.smu.Lock()
+			_ = c.flushLocked()
+		}()
+		return nil
+	}
+	return c.flushLocked()
+}
+
+// flushLocked writes the pending chunks, batch after batch, until none are left. It
+// must be called with smu held and flushing set; it returns with smu released and the
+// result of the first batch.
+func (c *channel) flushLocked() error {
 	var first error // the result of the batch that holds the caller's chunks
 	for batch := 0; len(c.pending) > 0; batch++ {
 		c.pending, c.writing = c.writing[:0], c.pending
@@ -210,25 +247,34 @@ func (c *channel) queueLocked(chunks ...[]byte) error {
 		if batch == 0 {
 			first = err
 		}
+		written := 0
 		for i, b := range c.writing {
+			written += len(b)
 			c.pool.Put(b)
 			c.writing[i] = nil
 		}
 		c.smu.Lock()
+		c.backlog -= written
 		if err != nil && c.sendErr == nil {
 			c.sendErr = err
 		}
 		if c.sendErr != nil {
-			for i, b := range c.pending {
-				c.pool.Put(b)
-				c.pending[i] = nil
-			}
-			c.pending = c.pending[:0]
+			c.dropPendingLocked()
 		}
 	}
 	c.flushing = false
 	c.smu.Unlock()
 	return first
+}
+
+// dropPendingLocked frees the chunks that will not be written.
+func (c *channel) dropPendingLocked() {
+	for i, b := range c.pending {
+		c.backlog -= len(b)
+		c.pool.Put(b)
+		c.pending[i] = nil
+	}
+	c.pending = c.pending[:0]
 }
 
 // hold makes the send half queue without writing while on is true; turning it off

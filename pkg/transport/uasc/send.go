@@ -68,6 +68,11 @@ func (e *errTooLarge) Error() string {
 // MaxMessageSize or MaxChunkCount is not sent and returns *errTooLarge; its encoding stops
 // taking buffers at MaxChunkCount. Safe for concurrent use.
 func (c *channel) sendMessage(t uacp.MessageType, requestID uint32, msg codec.Structure) error {
+	return c.send(t, requestID, msg, false)
+}
+
+// send is sendMessage; with async the write, when due, happens on another goroutine.
+func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure, async bool) error {
 	eb := encodePool.Get().(*encodeBuf)
 	defer encodePool.Put(eb)
 	eb.src = chunkSource{c: c, eb: eb, maxBody: c.maxSymBody(), limit: int(c.neg.MaxSendChunkCount)}
@@ -104,7 +109,7 @@ func (c *channel) sendMessage(t uacp.MessageType, requestID uint32, msg codec.St
 		}
 		chunks[i] = cb[:sz]
 	}
-	return c.queueLocked(chunks...)
+	return c.enqueueLocked(async, chunks)
 }
 
 // putAll returns chunk buffers to the pool.

@@ -54,6 +54,10 @@ type ServerConfig struct {
 	// Budget bounds the bytes held in partly reassembled messages by all channels of the
 	// Server; nil means a Budget of DefaultBudget bytes.
 	Budget *Budget
+	// MaxSendBacklog bounds the bytes of responses a channel holds while its peer does
+	// not read them; beyond it the channel is closed (BadTcpNotEnoughResources). Zero
+	// means twice the peer's MaxMessageSize, at least 1 MiB.
+	MaxSendBacklog int
 	// UACP configures the connection protocol for Serve.
 	UACP uacp.ServerConfig
 	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2);
@@ -133,7 +137,31 @@ func (r Request) Recycle() {
 // Respond sends msg as the response to r. It is safe for concurrent use. A response over
 // the client's MaxMessageSize or MaxChunkCount is replaced by a ServiceFault with
 // BadResponseTooLarge. Errors mean the channel is closed.
-func (r Request) Respond(msg codec.Structure) error { return r.Channel.respond(r.RequestID, msg) }
+func (r Request) Respond(msg codec.Structure) error { return r.Channel.respond(r.RequestID, msg, false) }
+
+// RespondNoWait is Respond for a caller that must not wait on the peer: msg is encoded
+// and queued before it returns, but when the channel's socket must be written to, a
+// goroutine of its own does it. A server that answers many channels from one goroutine
+// (published notifications) uses it, so that one peer that stops reading delays no
+// other. A peer that leaves more than ServerConfig.MaxSendBacklog unread loses its
+// channel.
+func (r Request) RespondNoWait(msg codec.Structure) error {
+	return r.Channel.respond(r.RequestID, msg, true)
+}
+
+// sendBacklog returns the bound on the bytes a channel holds for its peer: configured,
+// or twice the largest message the peer accepts (32 MiB when it names no limit), at
+// least 1 MiB.
+func sendBacklog(configured int, maxMessage uint32) int {
+	if configured > 0 {
+		return configured
+	}
+	n := 2 * int(maxMessage)
+	if maxMessage == 0 {
+		n = 32 << 20
+	}
+	return max(n, 1<<20)
+}
 
 // Server is the server role of the secure channel: it holds the checked configuration, the
 // SecureChannelId allocator and the reassembly budget its channels share, and the set of
@@ -312,6 +340,7 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 		sc.pool = s.cfg.UACP.Pool
 	}
 	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount}
+	sc.maxBacklog = sendBacklog(s.cfg.MaxSendBacklog, sc.neg.MaxSendMessageSize)
 	sc.dec.CacheNodeIds(decodeCachedIDs)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer func() {
@@ -823,8 +852,8 @@ func (sc *ServerChannel) fault(requestID, handle uint32, code status.Code) error
 	return sc.channel.sendMessage(uacp.TypeMessage, requestID, f)
 }
 
-func (sc *ServerChannel) respond(requestID uint32, msg codec.Structure) error {
-	err := sc.channel.sendMessage(uacp.TypeMessage, requestID, msg)
+func (sc *ServerChannel) respond(requestID uint32, msg codec.Structure, async bool) error {
+	err := sc.channel.send(uacp.TypeMessage, requestID, msg, async)
 	if err == nil {
 		// Return before errors.As, whose target would escape and allocate per response.
 		return nil

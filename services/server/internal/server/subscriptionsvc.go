@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -37,8 +38,12 @@ func (s *Server) initSubscriptions() {
 		RetransmissionQueueSize:          c.RetransmissionQueueSize,
 	}, s.now, sampler{s})
 	s.space.OnChange(s.subs.Changed)
+	s.initEvents()
 	s.sessions.mu.Lock()
-	s.sessions.onEnd = s.subs.SessionEnded
+	s.sessions.onEnd = func(id codec.NodeId, deleteSubscriptions bool) {
+		s.subs.SessionEnded(id, deleteSubscriptions)
+		s.systemEvent("Session closed: " + id.String())
+	}
 	s.sessions.mu.Unlock()
 }
 
@@ -100,6 +105,7 @@ func (s *Server) createSubscription(ch *uasc.ServerChannel, m *ua.CreateSubscrip
 	if code != status.Good {
 		return s.fault(h, code)
 	}
+	s.systemEvent(fmt.Sprintf("Subscription %d created", subID))
 	return &ua.CreateSubscriptionResponse{ResponseHeader: s.header(h, status.Good), SubscriptionId: subID,
 		RevisedPublishingInterval: rev.PublishingInterval, RevisedLifetimeCount: rev.LifetimeCount,
 		RevisedMaxKeepAliveCount: rev.MaxKeepAliveCount}
@@ -150,8 +156,13 @@ func (s *Server) deleteSubscriptions(ch *uasc.ServerChannel, m *ua.DeleteSubscri
 	if code != status.Good {
 		return s.fault(h, code)
 	}
-	return &ua.DeleteSubscriptionsResponse{ResponseHeader: s.header(h, status.Good),
-		Results: s.subs.Delete(p.SessionID, m.SubscriptionIds)}
+	res := s.subs.Delete(p.SessionID, m.SubscriptionIds)
+	for i, code := range res {
+		if code == status.Good {
+			s.systemEvent(fmt.Sprintf("Subscription %d deleted", m.SubscriptionIds[i]))
+		}
+	}
+	return &ua.DeleteSubscriptionsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
 }
 
 // transferSubscriptions answers TransferSubscriptions (Part 4 §5.13.7).
@@ -217,11 +228,16 @@ var publishCalls = sync.Pool{New: func() any { return new(publishCall) }}
 func (c *publishCall) Respond(resp *ua.PublishResponse) {
 	s := c.s
 	h := ua.RequestHeader{RequestHandle: c.handle}
+	// The engine answers every session's Publishes from one goroutine: no answer may
+	// wait on its peer's socket (uasc.Request.RespondNoWait).
+	var msg codec.Structure = resp
 	if code := resp.ResponseHeader.ServiceResult; code.IsBad() {
-		s.respond(c.req, s.fault(h, code))
+		msg = s.fault(h, code)
 	} else {
 		resp.ResponseHeader = s.header(h, status.Good)
-		s.respond(c.req, resp)
+	}
+	if err := c.req.RespondNoWait(msg); err != nil {
+		s.log.Debug("publish response not sent", "channel", c.req.Channel.ID(), "err", err)
 	}
 	*c = publishCall{results: c.results}
 	publishCalls.Put(c)
@@ -255,6 +271,7 @@ func (s *Server) createMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 		rvs[i] = m.ItemsToCreate[i].ItemToMonitor
 	}
 	checks := s.checkItems(ctx, p, rvs)
+	var filterResults []*ua.EventFilterResult
 	for i := range m.ItemsToCreate {
 		c := &m.ItemsToCreate[i]
 		rp := &c.RequestedParameters
@@ -264,13 +281,29 @@ func (s *Server) createMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 			Push: checks[i].push, MinSamplingInterval: checks[i].minInterval,
 		}
 		pre[i] = checks[i].code
-		if pre[i] == status.Good {
+		switch {
+		case pre[i] != status.Good:
+		case c.ItemToMonitor.AttributeId == uint32(attr.EventNotifier) && !s.managed(c.ItemToMonitor.NodeId):
+			var fr *ua.EventFilterResult
+			reqs[i].Events, fr, pre[i] = s.eventFilter(&rp.Filter, &checks[i].value)
+			if fr != nil {
+				if filterResults == nil {
+					filterResults = make([]*ua.EventFilterResult, n)
+				}
+				filterResults[i] = fr
+			}
+		default:
 			reqs[i].Filter, pre[i] = s.dataChangeFilter(ctx, &c.ItemToMonitor, &rp.Filter, &checks[i].value)
 		}
 	}
 	res, code := s.subs.CreateItems(p.SessionID, m.SubscriptionId, m.TimestampsToReturn, reqs, pre)
 	if code != status.Good {
 		return s.fault(h, code)
+	}
+	for i, fr := range filterResults {
+		if fr != nil {
+			res[i].FilterResult = codec.NewExtensionObject(fr)
+		}
 	}
 	return &ua.CreateMonitoredItemsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
 }
@@ -330,7 +363,8 @@ func (s *Server) checkItems(ctx context.Context, p nodemgr.Principal, rvs []ua.R
 // not negative (BadDeadbandFilterInvalid), a percent deadband only on a node with an
 // EURange (BadMonitoredItemFilterUnsupported otherwise). Other filters are
 // BadMonitoredItemFilterUnsupported; EventFilter is BadFilterNotAllowed on a data item
-// and, until events are served, BadMonitoredItemFilterUnsupported on EventNotifier.
+// (eventFilter checks the items on EventNotifier) and BadMonitoredItemFilterUnsupported
+// on an EventNotifier of a mounted node manager, which serves no events.
 func (s *Server) dataChangeFilter(ctx context.Context, rv *ua.ReadValueId, x *codec.ExtensionObject, value *codec.Variant) (subscription.Filter, status.Code) {
 	f := subscription.DefaultFilter
 	if x.IsNull() {
@@ -371,7 +405,7 @@ func (s *Server) dataChangeFilter(ctx context.Context, rv *ua.ReadValueId, x *co
 		return f, status.Good
 	case *ua.EventFilter:
 		if rv.AttributeId == uint32(attr.EventNotifier) {
-			return f, status.BadMonitoredItemFilterUnsupported // events come with a later part of issue 6
+			return f, status.BadMonitoredItemFilterUnsupported
 		}
 		return f, status.BadFilterNotAllowed
 	}
@@ -418,24 +452,40 @@ func (s *Server) modifyMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 	}
 	reqs := make([]subscription.ItemModify, len(m.ItemsToModify))
 	pre := make([]status.Code, len(m.ItemsToModify))
+	var filterResults []*ua.EventFilterResult
 	for i := range m.ItemsToModify {
 		mi := &m.ItemsToModify[i]
 		rp := &mi.RequestedParameters
 		reqs[i] = subscription.ItemModify{ID: mi.MonitoredItemId, ClientHandle: rp.ClientHandle,
 			SamplingInterval: rp.SamplingInterval, QueueSize: rp.QueueSize, DiscardOldest: rp.DiscardOldest,
 			Filter: subscription.DefaultFilter}
-		if !rp.Filter.IsNull() {
-			// The filter is checked against the item's node, which the engine knows.
-			rv, ok := s.subs.ItemTarget(p.SessionID, m.SubscriptionId, mi.MonitoredItemId)
-			if ok {
-				checks := s.checkItems(ctx, p, []ua.ReadValueId{rv})
-				reqs[i].Filter, pre[i] = s.dataChangeFilter(ctx, &rv, &rp.Filter, &checks[0].value)
+		// The filter is checked against the item's node, which the engine knows.
+		rv, ok := s.subs.ItemTarget(p.SessionID, m.SubscriptionId, mi.MonitoredItemId)
+		switch {
+		case !ok:
+		case rv.AttributeId == uint32(attr.EventNotifier) && !s.managed(rv.NodeId):
+			checks := s.checkItems(ctx, p, []ua.ReadValueId{rv})
+			var fr *ua.EventFilterResult
+			reqs[i].Events, fr, pre[i] = s.eventFilter(&rp.Filter, &checks[0].value)
+			if fr != nil {
+				if filterResults == nil {
+					filterResults = make([]*ua.EventFilterResult, len(reqs))
+				}
+				filterResults[i] = fr
 			}
+		case !rp.Filter.IsNull():
+			checks := s.checkItems(ctx, p, []ua.ReadValueId{rv})
+			reqs[i].Filter, pre[i] = s.dataChangeFilter(ctx, &rv, &rp.Filter, &checks[0].value)
 		}
 	}
 	res, code := s.subs.ModifyItems(p.SessionID, m.SubscriptionId, m.TimestampsToReturn, reqs, pre)
 	if code != status.Good {
 		return s.fault(h, code)
+	}
+	for i, fr := range filterResults {
+		if fr != nil {
+			res[i].FilterResult = codec.NewExtensionObject(fr)
+		}
 	}
 	return &ua.ModifyMonitoredItemsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
 }
