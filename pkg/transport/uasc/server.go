@@ -137,7 +137,9 @@ func (r Request) Recycle() {
 // Respond sends msg as the response to r. It is safe for concurrent use. A response over
 // the client's MaxMessageSize or MaxChunkCount is replaced by a ServiceFault with
 // BadResponseTooLarge. Errors mean the channel is closed.
-func (r Request) Respond(msg codec.Structure) error { return r.Channel.respond(r.RequestID, msg, false) }
+func (r Request) Respond(msg codec.Structure) error {
+	return r.Channel.respond(r.RequestID, msg, false)
+}
 
 // RespondNoWait is Respond for a caller that must not wait on the peer: msg is encoded
 // and queued before it returns, but when the channel's socket must be written to, a

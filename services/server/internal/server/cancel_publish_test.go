@@ -39,8 +39,14 @@ func TestCancelPublish(t *testing.T) {
 	resp, err = ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: hdr(2)})
 	require.NoError(t, err)
 	require.IsType(t, &ua.PublishResponse{}, resp)
-	go func() { r, err := ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: hdr(9)}); first <- result{r, err} }()
-	go func() { r, err := ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: hdr(10)}); second <- result{r, err} }()
+	go func() {
+		r, err := ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: hdr(9)})
+		first <- result{r, err}
+	}()
+	go func() {
+		r, err := ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: hdr(10)})
+		second <- result{r, err}
+	}()
 
 	var count uint32
 	require.Eventually(t, func() bool {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"uastack.dev/tools/nodepeer"
 	"uastack.dev/services/server/internal/servertest"
+	"uastack.dev/tools/nodepeer"
 )
 
 // subscriptionNodeScript subscribes to the demo Int32 with node-opcua's
