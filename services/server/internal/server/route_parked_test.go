@@ -160,10 +160,13 @@ func browseFinds(name string) func(codec.Structure) error {
 // the slowest is loose because the test machine's cores are shared.
 func requireNormalLatency(t *testing.T, latencies []time.Duration) {
 	t.Helper()
+	// The parked operations are held until the test releases them, after these Reads: a
+	// Read that waited for one would not finish at all. What is left to check is that the
+	// Reads stay fast; the bounds leave room for a loaded machine under -race.
 	sorted := slices.Clone(latencies)
 	slices.Sort(sorted)
-	require.Less(t, sorted[len(sorted)/2], 50*time.Millisecond, "namespace 0 Reads keep their latency: %v", latencies)
-	require.Less(t, sorted[len(sorted)-1], 500*time.Millisecond, "no namespace 0 Read waits for a parked request: %v", latencies)
+	require.Less(t, sorted[len(sorted)/2], 100*time.Millisecond, "namespace 0 Reads keep their latency: %v", latencies)
+	require.Less(t, sorted[len(sorted)-1], 5*time.Second, "no namespace 0 Read waits for a parked request: %v", latencies)
 }
 
 // TestRouteTimeout checks BadTimeout for routed requests whose manager answers after
