@@ -47,8 +47,15 @@ type Client struct {
 	// cur is the channel and session token calls use; replaced by reconnects.
 	cur atomic.Pointer[link]
 
-	rmu  sync.Mutex // guards sess and keepAlive.Reset; held for a whole (re)connect so that one runs at a time
+	rmu  sync.Mutex // guards sess, keepAlive.Reset, cfg.failover and, during a failover, url, host, ep, eps, serverCert; held for a whole (re)connect so that one runs at a time
 	sess session
+
+	// sessGen counts the sessions created, so that subscriptions notice a new one and
+	// move to it (publish.go).
+	sessGen    atomic.Uint64
+	pubOnce    sync.Once
+	pub        atomic.Pointer[publisher] // set by pubOnce on the first Subscribe
+	itemHandle atomic.Uint32             // assigned monitored item ClientHandles
 }
 
 // link is a channel and the session token valid on it.
@@ -74,10 +81,16 @@ type session struct {
 // The host and port of endpointURL are dialled, whatever host the endpoint descriptions
 // name; endpointURL is also sent in the Hello and in CreateSession.
 func Dial(ctx context.Context, endpointURL string, opts ...Option) (*Client, error) {
-	c := &Client{url: endpointURL, cfg: defaultConfig()}
+	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&c.cfg)
+		o(&cfg)
 	}
+	return dial(ctx, endpointURL, cfg)
+}
+
+// dial is Dial with the options applied.
+func dial(ctx context.Context, endpointURL string, cfg config) (*Client, error) {
+	c := &Client{url: endpointURL, cfg: cfg}
 	if c.cfg.cache == nil {
 		c.cfg.cache = NewEndpointCache()
 	}
@@ -241,6 +254,7 @@ func (c *Client) newSession(ctx context.Context, ch *uasc.ClientChannel) error {
 		return err
 	}
 	c.cur.Store(&link{ch: ch, token: c.sess.token})
+	c.sessGen.Add(1)
 	return nil
 }
 
@@ -277,7 +291,11 @@ func (c *Client) reconnect(ctx context.Context, old *link) error {
 		return nil
 	}
 	old.ch.Close()
-	return retry(ctx, c.cfg.backoff, c.cfg.onRetry, func() error { return c.connect(ctx, true) })
+	err := retry(ctx, c.cfg.backoff, c.cfg.onRetry, func() error { return c.connect(ctx, true) })
+	if err != nil && len(c.cfg.failover) > 0 && ctx.Err() == nil {
+		return c.failover(ctx, err)
+	}
+	return err
 }
 
 // createSession runs CreateSession on ch (Part 4 §5.6.2) and, on a secured channel,
@@ -480,12 +498,19 @@ func (c *Client) Connected() bool {
 	return !c.closed.Load() && l.ch.Err() == nil
 }
 
-// Endpoint returns the endpoint the client connected to.
-func (c *Client) Endpoint() ua.EndpointDescription { return c.ep }
+// Endpoint returns the endpoint the client is connected to; it changes on failover.
+func (c *Client) Endpoint() ua.EndpointDescription {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.ep
+}
 
 // Close closes the session (deleting its subscriptions) and the channel. Calls in
 // flight fail with BadSecureChannelClosed. Closing twice is harmless.
 func (c *Client) Close(ctx context.Context) error {
+	if p := c.pub.Load(); p != nil {
+		p.close()
+	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if c.closed.Swap(true) {

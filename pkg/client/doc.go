@@ -23,6 +23,12 @@
 // [*StatusError]: errors.Is matches its StatusCode, and a busy server's RetryAfterMs
 // hint is in RetryAfter. Per-item results (one node of a Read) are never errors.
 //
+// Subscriptions (Subscribe, Subscription.Monitor) deliver notifications in
+// sequence-number order to a callback or a channel, keep several Publish requests in
+// flight, and survive reconnects: gaps are fetched with Republish, and on a new session
+// subscriptions are transferred or created again; Failover moves to the healthiest
+// server of a redundant set.
+//
 // Security is explicit: without the Security option the most secure endpoint other than
 // None is chosen, and a server certificate must pass the TrustStore unless
 // InsecureSkipVerify is given. When the connection is lost, the next call reconnects

@@ -35,6 +35,7 @@ type config struct {
 	backoff        Backoff
 	onRetry        func(error, time.Duration)
 	cache          *EndpointCache
+	failover       []string // endpoint URLs of a redundant set (failover.go)
 }
 
 func defaultConfig() config {

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"slices"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/pkg/ua/status"
+)
+
+// Failover names the endpoint URLs of the servers of a redundant set (Part 4 §6.6.2),
+// the dialled one included or not. When the client cannot reconnect to its server, it
+// reads the ServiceLevel of each of them, moves its session to the one with the
+// highest, and creates its subscriptions there again (subscription ids belong to one
+// server, so they are not transferred across servers). The move happens once the
+// Backoff's attempts at the current server are spent: with unbounded Attempts it never
+// does.
+func Failover(urls ...string) Option {
+	return func(c *config) { c.failover = slices.Clone(urls) }
+}
+
+// SetFailover replaces the Failover list, for example with what RedundantServers
+// found. Safe for concurrent use.
+func (c *Client) SetFailover(urls ...string) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.cfg.failover = slices.Clone(urls)
+}
+
+// RedundantServers reads the ServerUriArray of the server's ServerRedundancy object
+// (Part 5 §6.3.8, non-transparent redundancy) and resolves the ServerUris to discovery
+// URLs with FindServers on the current server. A server without redundancy answers
+// BadNodeIdUnknown or an empty array.
+func (c *Client) RedundantServers(ctx context.Context) ([]string, error) {
+	dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServerRedundancy_ServerUriArray))
+	if err != nil {
+		return nil, err
+	}
+	if dv.Status.IsBad() {
+		return nil, &StatusError{Service: "Read", Code: dv.Status}
+	}
+	uris, _ := dv.Value.Value().([]string)
+	if len(uris) == 0 {
+		return nil, nil
+	}
+	apps, err := FindServers(ctx, c.URL(), uris...)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, a := range apps {
+		if len(a.DiscoveryUrls) > 0 {
+			urls = append(urls, a.DiscoveryUrls[0])
+		}
+	}
+	return urls, nil
+}
+
+// serviceLevel connects to url with the client's settings, reads its ServiceLevel
+// (Part 5 §6.3.34) and disconnects. It is one attempt, no retries.
+func (c *Client) serviceLevel(ctx context.Context, url string) (byte, error) {
+	cfg := c.cfg
+	cfg.failover = nil
+	cfg.keepAlive = -1
+	cfg.backoff = Backoff{Attempts: 1}
+	cfg.onRetry = nil
+	probe, err := dial(ctx, url, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = probe.Close(ctx) }()
+	dv, err := probe.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServiceLevel))
+	if err != nil {
+		return 0, err
+	}
+	if dv.Status.IsBad() || dv.Value.Type() != codec.TypeByte {
+		return 0, &StatusError{Service: "Read", Code: status.BadTypeMismatch}
+	}
+	return byte(dv.Value.Bits()), nil
+}
+
+// failover moves the session to the server of the Failover list with the highest
+// ServiceLevel (ties go to the earlier one; level 0, maintenance, is skipped). cause is
+// the error of the failed reconnect, returned if no server answers. The caller holds rmu.
+func (c *Client) failover(ctx context.Context, cause error) error {
+	best, bestLevel := "", 0
+	for _, u := range c.cfg.failover {
+		lvl, err := c.serviceLevel(ctx, u)
+		if err != nil || lvl == 0 {
+			continue
+		}
+		if int(lvl) > bestLevel {
+			best, bestLevel = u, int(lvl)
+		}
+	}
+	if best == "" {
+		return fmt.Errorf("client: failover: no server of the redundant set answers: %w", cause)
+	}
+	return c.retarget(ctx, best)
+}
+
+// retarget points the client at url (its endpoints, certificate and host) and creates
+// a session there; on failure the previous target is kept. The caller holds rmu.
+func (c *Client) retarget(ctx context.Context, url string) error {
+	type target struct {
+		url, host  string
+		ep         ua.EndpointDescription
+		eps        []ua.EndpointDescription
+		serverCert *x509.Certificate
+	}
+	old := target{c.url, c.host, c.ep, c.eps, c.serverCert}
+	undo := func(err error) error {
+		c.url, c.host, c.ep, c.eps, c.serverCert = old.url, old.host, old.ep, old.eps, old.serverCert
+		return err
+	}
+	_, host, err := dialAddress(url)
+	if err != nil {
+		return err
+	}
+	eps, err := c.cfg.cache.Get(ctx, url)
+	if err != nil {
+		return err
+	}
+	ep, err := SelectEndpoint(eps, c.cfg.policyURI, c.cfg.mode)
+	if err != nil {
+		return err
+	}
+	c.url, c.host, c.ep, c.eps, c.serverCert = url, host, ep, eps, nil
+	if err := c.checkServer(); err != nil {
+		c.cfg.cache.Forget(url)
+		return undo(err)
+	}
+	if err := c.connect(ctx, false); err != nil {
+		return undo(err)
+	}
+	return nil
+}
+
+// URL returns the endpoint URL the client is connected to; it changes on failover.
+func (c *Client) URL() string {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.url
+}
