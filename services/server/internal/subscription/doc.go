@@ -9,5 +9,7 @@
 // of subscriptions. Values of the in-memory address space are pushed (Changed); others
 // are sampled in one batch per tick through a Sampler. Notification messages live in a
 // per-subscription pool reused once acknowledged, so steady delivery allocates nothing
-// per notification. See RATIONALE.md.
+// per notification. Events reach the items on EventNotifier attributes through Emit,
+// through each item's EventFilter (select and where clauses, filter.go). See
+// RATIONALE.md.
 package subscription

@@ -68,10 +68,16 @@ type Engine struct {
 	batches  []*sampleBatch // free sample batches
 	out      []outgoing     // Step's responses; reused
 	wake     chan struct{}
+	counters engineCounters // diagnostics.go
 
 	// pushNodes is len(byNode), read without the lock so that a write to a node nobody
 	// monitors costs one atomic load.
 	pushNodes atomic.Int64
+	// byNotifier holds the event items by the node they monitor (guarded by mu); their
+	// count is mirrored in eventItems, read without the lock so that an event nobody
+	// monitors costs one atomic load.
+	byNotifier map[codec.NodeId][]*item
+	eventItems atomic.Int64
 }
 
 // New returns an engine with the given limits, clock (nil means time.Now) and sampler.

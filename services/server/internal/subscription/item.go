@@ -41,6 +41,9 @@ type ItemRequest struct {
 	Push bool
 	// MinSamplingInterval is the node's MinimumSamplingInterval (ms); 0 for none.
 	MinSamplingInterval float64
+	// Events, when set, makes this an event item on an EventNotifier attribute: it
+	// is never sampled and queues the events Emit hands it (Part 4 §5.12.1).
+	Events *EventFilter
 }
 
 // item is one MonitoredItem (Part 4 §5.12). Its fields are guarded by Engine.mu.
@@ -74,6 +77,8 @@ type item struct {
 	// triggers are the items this item triggers (SetTriggering), by id.
 	triggers  []uint32
 	triggered bool // a triggering item reported: report this Sampling item's queue
+
+	events *eventQueue // an event item's queue and filter; n mirrors its length
 }
 
 // reviseQueue returns the revised queue size: 0 and 1 are 1, at most limit.
@@ -106,10 +111,12 @@ func (it *item) enqueue(dv *codec.DataValue) {
 	case size == 1:
 		it.queue[it.head] = *dv
 	case it.discardOld:
+		it.sub.counters.queueOverflows++
 		it.queue[it.head] = *dv // the oldest slot becomes the newest
 		it.head = (it.head + 1) % size
 		it.queue[it.head].Status |= Overflow
 	default:
+		it.sub.counters.queueOverflows++
 		last := (it.head + it.n - 1) % size
 		it.queue[last] = *dv
 		it.queue[last].Status |= Overflow
@@ -118,6 +125,9 @@ func (it *item) enqueue(dv *codec.DataValue) {
 
 // clearQueue drops the queued values, releasing what they reference.
 func (it *item) clearQueue() {
+	if it.events != nil {
+		it.events.clear()
+	}
 	clear(it.queue)
 	it.head, it.n = 0, 0
 }

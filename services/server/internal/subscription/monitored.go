@@ -64,6 +64,9 @@ func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 		}
 		interval := e.reviseSampling(r.SamplingInterval, s, r.MinSamplingInterval)
 		q := reviseQueue(r.QueueSize, e.limits.MaxQueueSize)
+		if r.Events != nil {
+			interval = 0 // event items are not sampled
+		}
 		it := &item{
 			id: e.lastItem, sub: s, handle: r.ClientHandle, rv: r.Item, key: r.Item.NodeId,
 			mode: r.Mode, push: r.Push, ts: ts, filter: r.Filter, interval: interval,
@@ -72,6 +75,10 @@ func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 		it.timer = timer{index: -1, item: it}
 		s.items[it.id] = it
 		e.items++
+		if r.Events != nil {
+			it.events, it.queue, it.push = newEventQueue(r.Events, q), nil, false
+			e.addNotifierLocked(it)
+		}
 		if it.push {
 			e.byNode[it.key] = append(e.byNode[it.key], it)
 			e.pushNodes.Store(int64(len(e.byNode)))
@@ -88,7 +95,7 @@ func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 // startLocked schedules the first sample of an item that is not Disabled: at once, so
 // that the initial value is reported; a push item is sampled only then.
 func (e *Engine) startLocked(it *item, now time.Time) {
-	if it.mode == ua.MonitoringModeDisabled {
+	if it.mode == ua.MonitoringModeDisabled || it.events != nil {
 		return
 	}
 	it.initialDone = false
@@ -103,6 +110,7 @@ type ItemModify struct {
 	QueueSize        uint32
 	DiscardOldest    bool
 	Filter           Filter
+	Events           *EventFilter // for an event item; nil keeps its filter
 }
 
 // ModifyItems changes monitored items (Part 4 §5.12.3); pre as for CreateItems.
@@ -126,8 +134,18 @@ func (e *Engine) ModifyItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 			res[i].StatusCode = pre[i]
 			continue
 		}
-		interval := e.reviseSampling(r.SamplingInterval, s, it.nodeMin)
 		q := reviseQueue(r.QueueSize, e.limits.MaxQueueSize)
+		if it.events != nil {
+			it.handle, it.ts, it.discardOld = r.ClientHandle, ts, r.DiscardOldest
+			if r.Events != nil {
+				it.events.filter = r.Events
+			}
+			it.events.resize(q)
+			it.n = len(it.events.q)
+			res[i] = ua.MonitoredItemModifyResult{StatusCode: status.Good, RevisedQueueSize: q}
+			continue
+		}
+		interval := e.reviseSampling(r.SamplingInterval, s, it.nodeMin)
 		it.handle, it.ts, it.filter, it.discardOld = r.ClientHandle, ts, r.Filter, r.DiscardOldest
 		it.setQueue(q)
 		if interval != it.interval {
@@ -176,6 +194,9 @@ func (e *Engine) removeItemLocked(it *item) {
 			e.byNode[it.key] = list
 		}
 		e.pushNodes.Store(int64(len(e.byNode)))
+	}
+	if it.events != nil {
+		e.removeNotifierLocked(it)
 	}
 	s.undirty(it)
 	delete(s.items, it.id)

@@ -45,6 +45,8 @@ type Subscription struct {
 
 	retrans []*message // sent, not yet acknowledged; oldest first
 	free    []*message
+
+	counters subscriptionCounters // diagnostics.go
 }
 
 // message is a NotificationMessage of the retransmission queue and the arrays it
@@ -53,15 +55,18 @@ type message struct {
 	owner       *Subscription
 	seq         uint32
 	publishTime codec.DateTime
-	data        [1]codec.ExtensionObject
+	data        [2]codec.ExtensionObject
+	ndata       int // entries of data in use
 	dcn         ua.DataChangeNotification
 	items       []ua.MonitoredItemNotification
+	enl         ua.EventNotificationList
+	events      []ua.EventFieldList
 	pins        int  // responses being encoded from it
 	released    bool // acknowledged or dropped while pinned
 }
 
 func (m *message) notification() ua.NotificationMessage {
-	return ua.NotificationMessage{SequenceNumber: m.seq, PublishTime: m.publishTime, NotificationData: m.data[:]}
+	return ua.NotificationMessage{SequenceNumber: m.seq, PublishTime: m.publishTime, NotificationData: m.data[:m.ndata]}
 }
 
 // Params are the requested parameters of CreateSubscription and ModifySubscription.
@@ -130,6 +135,7 @@ func (e *Engine) Create(sessionID codec.NodeId, owner string, p Params, enabled 
 	}
 	s.timer = timer{index: -1, sub: s}
 	e.subs[s.id] = s
+	e.counters.cumulatedSubscriptions++
 	ss.subs = append(ss.subs, s)
 	e.scheduleLocked(&s.timer, now.Add(iv))
 	return s.id, Revised{durationMs(iv), life, keep}, status.Good
@@ -154,6 +160,7 @@ func (e *Engine) Modify(sessionID codec.NodeId, id uint32, p Params) (Revised, s
 	if s == nil {
 		return Revised{}, status.BadSubscriptionIdInvalid
 	}
+	s.counters.modify++
 	s.maxKeep, s.lifetime, s.maxNotif, s.priority = keep, life, notif, p.Priority
 	s.keepAlive, s.life = min(s.keepAlive, keep), life
 	if iv != s.interval {
@@ -173,6 +180,11 @@ func (e *Engine) SetPublishingMode(sessionID codec.NodeId, enabled bool, ids []u
 		if s == nil {
 			res[i] = status.BadSubscriptionIdInvalid
 			continue
+		}
+		if enabled {
+			s.counters.enable++
+		} else {
+			s.counters.disable++
 		}
 		s.enabled = enabled
 	}
@@ -352,6 +364,7 @@ func (e *Engine) serveLocked(s *Subscription, p parked, now time.Time, out []out
 	o.r = p.r
 	o.resp.Results = p.results
 	o.resp.SubscriptionId = s.id
+	s.counters.publishRequests++
 	if s.enabled && len(s.dirty) > 0 {
 		m := e.buildLocked(s, now)
 		m.pins++
@@ -401,6 +414,7 @@ func (e *Engine) tickLocked(s *Subscription, now time.Time, out []outgoing) []ou
 		return out
 	case avail || !s.messageSent: // transitions 8 and 17
 		s.state, s.lateSince = stateLate, now
+		s.counters.latePublish++
 	default: // transitions 9, 15, 16 and 17
 		s.state = stateKeepAlive
 		if s.keepAlive > 0 {
@@ -412,6 +426,7 @@ func (e *Engine) tickLocked(s *Subscription, now time.Time, out []outgoing) []ou
 				return out
 			}
 			s.state, s.lateSince = stateLate, now
+			s.counters.latePublish++
 		}
 	}
 	s.life--
@@ -487,7 +502,10 @@ func (e *Engine) buildLocked(s *Subscription, now time.Time) *message {
 	i := 0
 	for ; i < len(s.dirty); i++ {
 		it := s.dirty[i]
-		for it.n > 0 && (limit == 0 || len(m.items) < limit) {
+		if it.events != nil {
+			drainEventsLocked(it, m, limit)
+		}
+		for it.events == nil && it.n > 0 && (limit == 0 || len(m.items)+len(m.events) < limit) {
 			dv := &it.queue[it.head]
 			m.items = append(m.items, ua.MonitoredItemNotification{ClientHandle: it.handle, Value: *dv})
 			*dv = codec.DataValue{}
@@ -510,10 +528,22 @@ func (e *Engine) buildLocked(s *Subscription, now time.Time) *message {
 	}
 	m.publishTime = codec.DateTimeOf(now)
 	m.dcn.MonitoredItems = m.items
-	m.data[0] = codec.ExtensionObject{Value: &m.dcn}
+	s.counters.dataChangeNotifications += uint32(len(m.items))
+	s.counters.eventNotifications += uint32(len(m.events))
+	m.ndata = 0
+	if len(m.items) > 0 || len(m.events) == 0 {
+		m.data[m.ndata] = codec.ExtensionObject{Value: &m.dcn}
+		m.ndata++
+	}
+	if len(m.events) > 0 {
+		m.enl.Events = m.events
+		m.data[m.ndata] = codec.ExtensionObject{Value: &m.enl}
+		m.ndata++
+	}
 	if len(s.retrans) >= max(e.limits.RetransmissionQueueSize, 1) {
 		s.releaseMessage(s.retrans[0])
 		s.retrans = slices.Delete(s.retrans, 0, 1)
+		s.counters.discardedMessages++
 	}
 	s.retrans = append(s.retrans, m)
 	return m
@@ -541,6 +571,8 @@ func (s *Subscription) releaseMessage(m *message) {
 func (s *Subscription) freeMessage(m *message) {
 	clear(m.items) // drop references to values
 	m.items = m.items[:0]
+	clear(m.events)
+	m.events = m.events[:0]
 	m.released = false
 	s.free = append(s.free, m)
 }
@@ -567,6 +599,7 @@ func (e *Engine) Republish(sessionID codec.NodeId, id, seq uint32, fn func(*ua.N
 		e.mu.Unlock()
 		return status.BadSubscriptionIdInvalid
 	}
+	s.counters.republishRequests++
 	var m *message
 	for _, r := range s.retrans {
 		if r.seq == seq {
@@ -579,6 +612,7 @@ func (e *Engine) Republish(sessionID codec.NodeId, id, seq uint32, fn func(*ua.N
 		return status.BadMessageNotAvailable
 	}
 	m.pins++
+	s.counters.republishMessages++
 	nm := m.notification()
 	e.mu.Unlock()
 	fn(&nm)
@@ -608,9 +642,11 @@ func (e *Engine) Transfer(to codec.NodeId, owner string, ids []uint32, sendIniti
 			res[i].StatusCode = status.BadSubscriptionIdInvalid
 			continue
 		case owner == "" || s.owner != owner:
+			s.counters.transferRequests++
 			res[i].StatusCode = status.BadUserAccessDenied
 			continue
 		}
+		s.counters.transferRequests++
 		if old := s.session; old != dst {
 			if old != nil {
 				if j := slices.Index(old.subs, s); j >= 0 {
@@ -621,6 +657,7 @@ func (e *Engine) Transfer(to codec.NodeId, owner string, ids []uint32, sendIniti
 			}
 			s.session = dst
 			dst.subs = append(dst.subs, s)
+			s.counters.transferredSameClient++
 		}
 		s.life = s.lifetime
 		if sendInitialValues {
