@@ -181,6 +181,17 @@ type AddressSpace struct {
 	// NodeManagers are mounted in order; names and namespace URIs are
 	// unique.
 	NodeManagers []NodeManager `koanf:"nodeManagers"`
+	// Simulation adds changing Double variables to the demo namespace, the
+	// load of the notification benchmark (bench/cmd/notify).
+	Simulation Simulation `koanf:"simulation"`
+}
+
+// Simulation is Count Double variables under Demo/Simulation/Load (NodeIds
+// "Demo.Simulation.Load.<i>", i from 0) that all change every Interval,
+// pushed to their monitored items like a Write. Needs demoNamespace.
+type Simulation struct {
+	Count    int           `koanf:"count"`    // default 0: none
+	Interval time.Duration `koanf:"interval"` // default 1s
 }
 
 // NodeManager is one node manager to mount.
@@ -293,7 +304,7 @@ func Default() *Config {
 			ReceiveBufferSize:   65535,
 			SendBufferSize:      65535,
 		},
-		AddressSpace: AddressSpace{DemoNamespace: true},
+		AddressSpace: AddressSpace{DemoNamespace: true, Simulation: Simulation{Interval: time.Second}},
 		Discovery:    Discovery{RegisterInterval: 30 * time.Second},
 		Observability: Observability{
 			DiagnosticsEnabled: true,

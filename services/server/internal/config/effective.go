@@ -86,6 +86,8 @@ func Effective(cfg *Config) []slog.Attr {
 		slog.Group("addressSpace",
 			slog.Bool("demoNamespace", cfg.AddressSpace.DemoNamespace),
 			slog.Any("nodeManagers", nodeManagerSummary(cfg.AddressSpace.NodeManagers)),
+			slog.Int("simulation.count", cfg.AddressSpace.Simulation.Count),
+			slog.Duration("simulation.interval", cfg.AddressSpace.Simulation.Interval),
 		),
 		slog.Group("discovery",
 			slog.String("discoveryUrl", cfg.Discovery.DiscoveryURL),

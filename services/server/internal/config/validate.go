@@ -162,6 +162,11 @@ func (c *Config) Validate() error {
 	ps.uint32Range("encoding.sendBufferSize", e.SendBufferSize, MinBufferSize)
 
 	// addressSpace
+	if sim := c.AddressSpace.Simulation; sim.Count < 0 || sim.Count > 0 && !c.AddressSpace.DemoNamespace {
+		ps.add("addressSpace.simulation.count", "must be 0, or positive with addressSpace.demoNamespace on")
+	} else if sim.Count > 0 && sim.Interval < time.Millisecond {
+		ps.add("addressSpace.simulation.interval", "must be at least 1ms")
+	}
 	names := map[string]int{}
 	uris := map[string]int{}
 	for i, nm := range c.AddressSpace.NodeManagers {

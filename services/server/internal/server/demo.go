@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -11,6 +12,7 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/addrspace"
+	"uastack.dev/services/server/internal/config"
 )
 
 // DemoNamespaceURI is the URI of the demo namespace (addressSpace.demoNamespace). It is
@@ -171,17 +173,80 @@ func demoEcho(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Va
 	return []codec.Variant{in[0]}, status.Good
 }
 
-// runSimulation updates Demo/Simulation/Sine every demoTick through SetValue, so that
-// OnChange observers see each change, until ctx ends; then it closes done.
+// demoLoadID returns the NodeId of Demo/Simulation/Load/<i> (addressSpace.simulation).
+func demoLoadID(i int) codec.NodeId {
+	return demoID("Demo.Simulation.Load." + strconv.Itoa(i))
+}
+
+// addDemoLoad adds the folder Demo/Simulation/Load with count Double variables.
+func addDemoLoad(sp *addrspace.Space, count int) error {
+	n0 := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
+	folder := demoID("Demo.Simulation.Load")
+	if err := sp.AddNode(addrspace.Node{
+		NodeId: folder, NodeClass: ua.NodeClassObject,
+		BrowseName: codec.QualifiedName{NamespaceIndex: demoIndex, Name: "Load"}, DisplayName: codec.LocalizedText{Text: "Load"},
+		References: []addrspace.Reference{
+			{ReferenceTypeId: n0(id.Organizes), TargetId: demoID("Demo.Simulation"), IsForward: false},
+			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.FolderType), IsForward: true},
+		},
+	}); err != nil {
+		return err
+	}
+	for i := range count {
+		name := strconv.Itoa(i)
+		if err := sp.AddNode(addrspace.Node{
+			NodeId: demoLoadID(i), NodeClass: ua.NodeClassVariable,
+			BrowseName: codec.QualifiedName{NamespaceIndex: demoIndex, Name: name}, DisplayName: codec.LocalizedText{Text: name},
+			DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(ua.AccessLevelTypeCurrentRead), Value: codec.DoubleVariant(0),
+			References: []addrspace.Reference{
+				{ReferenceTypeId: n0(id.Organizes), TargetId: folder, IsForward: false},
+				{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSimulation updates Demo/Simulation/Sine every demoTick, and every variable of
+// Demo/Simulation/Load every simulation interval (to the number of that cycle), through
+// SetValue, so that OnChange observers see each change, until ctx ends; then it closes
+// done.
 func (s *Server) runSimulation(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
+	eventsDone := make(chan struct{})
+	go s.runDemoEvents(ctx, eventsDone)
+	defer func() { <-eventsDone }()
 	t := time.NewTicker(demoTick)
 	defer t.Stop()
+	var (
+		loadIDs  []codec.NodeId
+		loadTick <-chan time.Time
+		cycle    float64
+	)
+	if sim := s.cfg.AddressSpace.Simulation; sim.Count > 0 {
+		loadIDs = make([]codec.NodeId, sim.Count)
+		for i := range loadIDs {
+			loadIDs[i] = demoLoadID(i)
+		}
+		lt := time.NewTicker(sim.Interval)
+		defer lt.Stop()
+		loadTick = lt.C
+	}
 	start := s.now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-loadTick:
+			cycle++
+			ts := codec.DateTimeOf(s.now())
+			dv := codec.DataValue{Value: codec.DoubleVariant(cycle), SourceTimestamp: ts, ServerTimestamp: ts}
+			for _, id := range loadIDs {
+				s.space.SetValue(id, dv)
+			}
+			continue
 		case <-t.C:
 		}
 		now := s.now()
@@ -192,14 +257,19 @@ func (s *Server) runSimulation(ctx context.Context, done chan<- struct{}) {
 }
 
 // newSpace returns the server's address space: namespace 0, plus the demo namespace
-// mounted in the same Space when demo is on.
-func newSpace(demo bool) (*addrspace.Space, error) {
-	if !demo {
+// mounted in the same Space when it is on, with its load simulation.
+func newSpace(as config.AddressSpace) (*addrspace.Space, error) {
+	if !as.DemoNamespace {
 		return addrspace.NewNamespace0(), nil
 	}
 	sp := addrspace.New(addrspace.NamespaceURI0, DemoNamespaceURI)
 	if err := addDemoNamespace(sp); err != nil {
 		return nil, fmt.Errorf("demo namespace: %w", err)
+	}
+	if as.Simulation.Count > 0 {
+		if err := addDemoLoad(sp, as.Simulation.Count); err != nil {
+			return nil, fmt.Errorf("demo simulation: %w", err)
+		}
 	}
 	return sp, nil
 }

@@ -191,6 +191,7 @@ func (s *Server) header(h ua.RequestHeader, result status.Code) ua.ResponseHeade
 
 // fault returns a ServiceFault answering h with code (Part 4 §7.33).
 func (s *Server) fault(h ua.RequestHeader, code status.Code) *ua.ServiceFault {
+	s.diag.rejected(code)
 	return &ua.ServiceFault{ResponseHeader: s.header(h, code)}
 }
 

@@ -59,7 +59,9 @@ type Server struct {
 	disc      discoveryAnswers // the encoded GetEndpoints and FindServers answers
 	space     *addrspace.Space
 	sessions  *sessions
+	diag      *diagnostics
 	subs      *subscription.Engine // set by initSubscriptions
+	events    *eventTypes          // set by initSubscriptions
 	channels  *uasc.Server
 	startTime codec.DateTime
 
@@ -108,7 +110,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("application certificate: %w", err)
 	}
-	space, err := newSpace(cfg.AddressSpace.DemoNamespace)
+	space, err := newSpace(cfg.AddressSpace)
 	if err != nil {
 		_ = p.Close()
 		return nil, err
@@ -133,6 +135,8 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		namespaces: namespaces,
 		routing:    routing,
 	}
+	s.diag = newDiagnostics(cfg.Observability.DiagnosticsEnabled, now)
+	s.sessions.diag = s.diag
 	s.queue = newRequestQueue(cfg.Limits.MaxQueuedRequestCount,
 		cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now, &s.wg)
 	if err := s.initServerObject(); err != nil {
@@ -140,6 +144,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.initSubscriptions()
+	if err := s.initDiagnostics(); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
 	if err := s.initCapabilities(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -150,6 +158,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			// The message names the certificate and, for an untrusted one, the file to
 			// move to trust it: the integrator's next step.
 			log.Warn("client certificate rejected", "err", err)
+			s.diag.securityRejected()
 		}
 		return err
 	}

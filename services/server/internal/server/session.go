@@ -34,6 +34,8 @@ type session struct {
 
 	// browse holds the continuation points of Browse, by their bytes.
 	browse map[string]*continuation
+
+	diag *sessionDiag // nil when diagnostics are off (diagnostics.go)
 }
 
 // continuation is the rest of a Browse result held for BrowseNext.
@@ -49,6 +51,7 @@ type sessions struct {
 	byToken map[codec.NodeId]*session
 	max     int
 	now     func() time.Time
+	diag    *diagnostics // counts sessions; nil for a table made alone (tests)
 
 	// failedOnce makes failed on first use, from the server's configuration
 	// (Server.failedLogins); the lockout has its own lock.
@@ -114,6 +117,7 @@ func (t *sessions) create(name string, timeout time.Duration, channelID uint32, 
 		browse:     make(map[string]*continuation),
 	}
 	t.byToken[s.authToken] = s
+	t.diag.sessionCreated(s)
 	t.armLocked(s.lastSeen.Add(s.timeout))
 	return s.info(), status.Good
 }
@@ -176,6 +180,7 @@ func (t *sessions) drop(token codec.NodeId) {
 // endLocked removes s from the table and tells onEnd.
 func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
 	delete(t.byToken, s.authToken)
+	t.diag.sessionEnded(s, !t.now().Before(s.lastSeen.Add(s.timeout)))
 	if t.onEnd != nil {
 		t.onEnd(s.id, deleteSubscriptions)
 	}
@@ -203,6 +208,7 @@ func (t *sessions) lookupLocked(token codec.NodeId) (*session, status.Code) {
 		return nil, status.BadSessionIdInvalid
 	}
 	s.lastSeen = now
+	s.diag.touched(now)
 	return s, status.Good
 }
 
@@ -230,6 +236,7 @@ func (t *sessions) active(token codec.NodeId, channelID uint32, fn func(*session
 func (t *sessions) principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
 	var p nodemgr.Principal
 	code := t.active(token, channelID, func(s *session) status.Code {
+		s.diag.request()
 		p = s.principal
 		return status.Good
 	})

@@ -33,7 +33,8 @@ func (s *Server) reviseTimeout(ms float64) time.Duration {
 // nonce must have at least 32 bytes, the client certificate must be the channel's, and
 // the response carries the server's signature over ClientCertificate || ClientNonce made
 // with the channel's SecurityPolicy.
-func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionRequest) codec.Structure {
+func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionRequest) (answer codec.Structure) {
+	defer func() { s.diag.sessionAnswer(answer) }()
 	h := m.RequestHeader
 	secure := ch.SecurityPolicyURI() != policy.URINone
 	var clientCert *x509.Certificate
@@ -57,6 +58,7 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 	if code != status.Good {
 		return s.fault(h, code)
 	}
+	s.diag.described(info.id, m)
 	resp := &ua.CreateSessionResponse{
 		ResponseHeader:        s.header(h, status.Good),
 		SessionId:             info.id,
@@ -82,6 +84,7 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 		resp.ServerSignature = ua.SignatureData{Algorithm: pol.Info().AsymmetricSignatureURI, Signature: sig}
 	}
 	s.log.Debug("session created", "session", info.id, "name", m.SessionName, "timeout", timeout)
+	s.systemEvent("Session created: " + info.id.String())
 	return resp
 }
 
@@ -90,7 +93,8 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 // session's client certificate, which must also be the channel's. The identity token is
 // then checked (identify); on success the session is bound to the channel and a new
 // server nonce returned. A failure leaves the session as it was.
-func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRequest) codec.Structure {
+func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRequest) (answer codec.Structure) {
+	defer func() { s.diag.sessionAnswer(answer) }()
 	h := m.RequestHeader
 	snap, code := s.sessions.snapshot(h.AuthenticationToken)
 	if code != status.Good {
@@ -141,6 +145,8 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 	if code != status.Good {
 		return s.fault(h, code)
 	}
+	s.diag.activated(snap.id, ch, principal, m.LocaleIds)
+	s.systemEvent("Session activated: " + snap.id.String())
 	return &ua.ActivateSessionResponse{ResponseHeader: s.header(h, status.Good), ServerNonce: nonce}
 }
 

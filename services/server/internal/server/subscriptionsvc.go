@@ -459,6 +459,9 @@ func (s *Server) modifyMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 		reqs[i] = subscription.ItemModify{ID: mi.MonitoredItemId, ClientHandle: rp.ClientHandle,
 			SamplingInterval: rp.SamplingInterval, QueueSize: rp.QueueSize, DiscardOldest: rp.DiscardOldest,
 			Filter: subscription.DefaultFilter}
+		if rp.Filter.IsNull() {
+			continue // an event item keeps its EventFilter
+		}
 		// The filter is checked against the item's node, which the engine knows.
 		rv, ok := s.subs.ItemTarget(p.SessionID, m.SubscriptionId, mi.MonitoredItemId)
 		switch {
@@ -473,7 +476,7 @@ func (s *Server) modifyMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 				}
 				filterResults[i] = fr
 			}
-		case !rp.Filter.IsNull():
+		default:
 			checks := s.checkItems(ctx, p, []ua.ReadValueId{rv})
 			reqs[i].Filter, pre[i] = s.dataChangeFilter(ctx, &rv, &rp.Filter, &checks[0].value)
 		}
