@@ -104,11 +104,21 @@ func repoRoot() string {
 // serialized by a file lock beside the install folder. Safe for concurrent use.
 func Ensure(t testing.TB) string {
 	t.Helper()
+	modules, err := EnsureInstalled()
+	if err != nil {
+		t.Fatalf("nodepeer: %v", err)
+	}
+	return modules
+}
+
+// EnsureInstalled is Ensure for programs outside tests (the bench suites): it returns the
+// node_modules folder or the reason node-opcua is not available.
+func EnsureInstalled() (string, error) {
 	installOnce.Do(func() { installDir, installErr = install() })
 	if installErr != nil {
-		t.Fatalf("nodepeer: node-opcua %s not available: %v", Version, installErr)
+		return "", fmt.Errorf("node-opcua %s not available: %w", Version, installErr)
 	}
-	return filepath.Join(installDir, "node_modules")
+	return filepath.Join(installDir, "node_modules"), nil
 }
 
 func install() (string, error) {

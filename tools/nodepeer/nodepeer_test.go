@@ -1,7 +1,9 @@
 package nodepeer_test
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,4 +43,24 @@ setInterval(() => {}, 1000);
 	require.Equal(t, map[string]any{"version": nodepeer.Version, "arg": "hello"}, p.Ready)
 	p.Stop()
 	require.Equal(t, []map[string]any{p.Ready, {"bye": true}}, p.Results(t))
+}
+
+// TestStartProcess is Start without a testing.TB: the process is found by its pid while
+// it runs, and a script that dies before it is ready is an error carrying its stderr.
+func TestStartProcess(t *testing.T) {
+	p, err := nodepeer.StartProcess(t.TempDir(), `
+result({ready: true});
+setInterval(() => {}, 1000);
+`)
+	require.NoError(t, err)
+	proc, err := os.FindProcess(p.Pid())
+	require.NoError(t, err)
+	require.NoError(t, proc.Signal(syscall.Signal(0)), "node runs as pid %d", p.Pid())
+	p.Stop()
+	stdout, _ := p.Output()
+	require.Contains(t, stdout, `"ready":true`)
+
+	p, err = nodepeer.StartProcess(t.TempDir(), `console.error("no luck"); process.exit(3);`)
+	require.ErrorContains(t, err, "no luck")
+	require.NotNil(t, p)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,20 +37,42 @@ type Process struct {
 // silent for 60 s before it is ready.
 func Start(t testing.TB, script string, args ...string) *Process {
 	t.Helper()
-	modules := Ensure(t)
-	file := filepath.Join(t.TempDir(), "script.js")
-	if err := os.WriteFile(file, []byte(prelude+script), 0o644); err != nil {
+	p, err := StartProcess(t.TempDir(), script, args...)
+	if p != nil {
+		t.Cleanup(func() {
+			p.Stop()
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			logOutput(t, p.stdout.String(), p.stderr.String())
+		})
+	}
+	if err != nil {
 		t.Fatalf("nodepeer: %v", err)
+	}
+	return p
+}
+
+// StartProcess is Start for programs outside tests (the bench suites): the script file is
+// written into dir, and the caller stops the process with Stop. On an error after node
+// started, the process is returned too (already stopped) so that its Output can be read.
+func StartProcess(dir, script string, args ...string) (*Process, error) {
+	modules, err := EnsureInstalled()
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "script.js")
+	if err := os.WriteFile(file, []byte(prelude+script), 0o644); err != nil {
+		return nil, err
 	}
 	p := &Process{cmd: exec.Command("node", append([]string{file}, args...)...), exited: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	p.cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
-		t.Fatalf("nodepeer: %v", err)
+		return nil, err
 	}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("nodepeer: starting node: %v", err)
+		return nil, fmt.Errorf("starting node: %w", err)
 	}
 	ready := make(chan map[string]any, 1)
 	go func() {
@@ -73,26 +96,27 @@ func Start(t testing.TB, script string, args ...string) *Process {
 		_ = p.cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() {
-		p.Stop()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		logOutput(t, p.stdout.String(), p.stderr.String())
-	})
 	select {
 	case p.Ready = <-ready:
-		return p
+		return p, nil
 	case <-p.exited:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		t.Fatalf("nodepeer: node exited before it was ready\nstdout:\n%s\nstderr:\n%s", p.stdout.String(), p.stderr.String())
+		stdout, stderr := p.Output()
+		return p, fmt.Errorf("node exited before it was ready\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	case <-time.After(startTimeout):
 		p.Stop()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		t.Fatalf("nodepeer: node not ready within %v\nstdout:\n%s\nstderr:\n%s", startTimeout, p.stdout.String(), p.stderr.String())
+		stdout, stderr := p.Output()
+		return p, fmt.Errorf("node not ready within %v\nstdout:\n%s\nstderr:\n%s", startTimeout, stdout, stderr)
 	}
-	return nil
+}
+
+// Pid returns the process id of node, for reading its CPU time.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Output returns what node wrote to standard output and standard error so far.
+func (p *Process) Output() (stdout, stderr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stdout.String(), p.stderr.String()
 }
 
 // Stop interrupts the script and waits for it to exit, killing it after 10 s. The
