@@ -6,6 +6,7 @@ require (
 	github.com/gopcua/opcua v0.8.0
 	github.com/stretchr/testify v1.12.1
 	uastack.dev/pkg v0.0.0
+	uastack.dev/tools v0.0.0
 )
 
 require (
@@ -14,3 +15,5 @@ require (
 )
 
 replace uastack.dev/pkg => ../pkg
+
+replace uastack.dev/tools => ../tools

@@ -1,0 +1,88 @@
+// Command read is the read suite of bench/: N clients × M outstanding single-value Reads
+// against the uastack server (a subprocess), for SecurityPolicy None and Basic256Sha256
+// SignAndEncrypt, beside the ceiling of this machine (a batching TCP echo server driven by
+// the same framing and the same frame sizes at the same concurrency) and beside peer
+// servers (gopcua's, node-opcua's). Each server is its own process, so that its CPU time
+// per Read is its own.
+//
+//	go run ./bench/cmd/read [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-sweep 1,2,5,10] [-out bench/out]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"uastack.dev/bench/internal/child"
+	"uastack.dev/bench/internal/report"
+)
+
+// options are the suite's flags.
+type options struct {
+	clients     int
+	outstanding int
+	warmup      time.Duration
+	duration    time.Duration
+	out         string
+	rounds      int
+	peers       string // comma-separated: gopcua, node-opcua
+	sweep       []int  // client counts for the scaling chart; empty for none
+	quiet       bool
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("read", flag.ContinueOnError)
+	fs.IntVar(&o.clients, "clients", 10, "clients (connections, one session each)")
+	fs.IntVar(&o.outstanding, "outstanding", 100, "Reads in flight per client")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "load before each measured window")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per target, over all rounds")
+	fs.IntVar(&o.rounds, "rounds", 5, "rounds the targets are measured in, interleaved")
+	sweepFlag := fs.String("sweep", "", "client counts for a scaling chart of uastack None and the echo ceiling, e.g. 1,2,5,10")
+	fs.StringVar(&o.out, "out", "bench/out", "directory for read.md, read.json, read-sweep.svg")
+	fs.StringVar(&o.peers, "peers", "gopcua,node-opcua", "peer servers to measure too (comma-separated; empty for none)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.clients < 1 || o.outstanding < 1 || o.duration <= 0 || o.warmup < 0 || o.rounds < 1 {
+		return o, fmt.Errorf("clients, outstanding, duration and rounds must be positive")
+	}
+	var err error
+	o.sweep, err = parseSweep(*sweepFlag)
+	return o, err
+}
+
+func main() {
+	child.Dispatch()
+	o, err := parse(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	dir, err := os.MkdirTemp("", "uastack-bench-read-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	r, err := run(ctx, o, dir, report.NewProgress(o.quiet))
+	if err != nil {
+		fail(err)
+	}
+	paths, err := r.WriteAll(o.out)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Print(r.Markdown())
+	fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "read:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,37 @@
+package proc
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCPUTime burns 200 ms of CPU (however long a loaded machine takes to grant it) and
+// checks that the /proc clock sees it too.
+func TestCPUTime(t *testing.T) {
+	before, err := CPUTime(os.Getpid())
+	require.NoError(t, err)
+	self := SelfCPU()
+	deadline := time.Now().Add(20 * time.Second)
+	x := 0
+	for SelfCPU()-self < 200*time.Millisecond {
+		require.True(t, time.Now().Before(deadline), "no 200 ms of CPU within 20 s")
+		for range 100000 {
+			x++
+		}
+	}
+	require.Positive(t, x)
+	after, err := CPUTime(os.Getpid())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, after-before, 150*time.Millisecond, "/proc ticks are 10 ms")
+	_, err = CPUTime(1 << 30)
+	require.Error(t, err)
+
+	m, err := Start(0)
+	require.NoError(t, err)
+	d, err := m.Stop()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, d, time.Duration(0))
+}
