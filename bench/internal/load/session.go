@@ -1,0 +1,355 @@
+package load
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"uastack.dev/bench/internal/uaserver"
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/status"
+)
+
+// Target is what every Session of a run connects to: the server URL and the endpoint
+// chosen from its GetEndpoints answer.
+type Target struct {
+	URL        string
+	Endpoint   ua.EndpointDescription
+	serverCert *x509.Certificate
+	tokenID    string // the anonymous UserTokenPolicy's PolicyId
+	id         *uaserver.Identity
+}
+
+// NewTarget fetches the endpoints of url and chooses the one with policyURI and mode.
+// The client presents id's certificate (uaserver.Start makes the server trust it).
+func NewTarget(ctx context.Context, url, policyURI string, mode ua.MessageSecurityMode, id *uaserver.Identity) (*Target, error) {
+	eps, err := getEndpoints(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	var ep ua.EndpointDescription
+	for _, e := range eps {
+		if e.SecurityPolicyUri == policyURI && e.SecurityMode == mode {
+			ep = e
+		}
+	}
+	if ep.EndpointUrl == "" {
+		return nil, fmt.Errorf("load: no endpoint %s %v: %w", policyURI, mode, status.BadSecurityPolicyRejected)
+	}
+	t := &Target{URL: url, Endpoint: ep, id: id}
+	if policyURI != policy.URINone {
+		// The certificate field may hold a chain: the leaf comes first.
+		certs, err := x509.ParseCertificates(ep.ServerCertificate)
+		if err != nil || len(certs) == 0 {
+			return nil, fmt.Errorf("load: server certificate: %w", err)
+		}
+		t.serverCert = certs[0]
+	}
+	for _, p := range ep.UserIdentityTokens {
+		if p.TokenType == ua.UserTokenTypeAnonymous {
+			t.tokenID = p.PolicyId
+		}
+	}
+	return t, nil
+}
+
+// getEndpoints asks the server at url for its endpoints over a None channel.
+func getEndpoints(ctx context.Context, url string) ([]ua.EndpointDescription, error) {
+	ch, err := dialChannel(ctx, url, uasc.ClientConfig{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone})
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Close()
+	var r *ua.GetEndpointsResponse
+	err = call(ctx, ch, "GetEndpoints", &ua.GetEndpointsRequest{
+		RequestHeader: ua.RequestHeader{Timestamp: codec.Now()}, EndpointUrl: url,
+	}, &r)
+	if err != nil {
+		return nil, err
+	}
+	return r.Endpoints, nil
+}
+
+// dialChannel connects to the opc.tcp URL and opens a secure channel with cfg.
+func dialChannel(ctx context.Context, endpoint string, cfg uasc.ClientConfig) (*uasc.ClientChannel, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	uc, err := uacp.Dial(ctx, nc, uacp.ClientConfig{EndpointURL: endpoint})
+	if err != nil {
+		return nil, err
+	}
+	return uasc.Dial(ctx, uc, cfg)
+}
+
+// Session is one secure channel with one activated session and at most one subscription.
+// Publish loops may run concurrently with each other; the other methods are called from
+// one goroutine.
+type Session struct {
+	ch    *uasc.ClientChannel
+	token codec.NodeId
+	// SubscriptionID is set by Subscribe.
+	SubscriptionID uint32
+
+	mu   sync.Mutex // guards acks
+	acks []ua.SubscriptionAcknowledgement
+}
+
+// header is a RequestHeader for the session; TimeoutHint 0 means none (Part 4, RequestHeader).
+func (s *Session) header() ua.RequestHeader {
+	return ua.RequestHeader{AuthenticationToken: s.token, Timestamp: codec.Now()}
+}
+
+// Dial opens a secure channel to t and creates and activates an anonymous session on it
+// (Part 4 §5.6.2, §5.6.3), signing with the client key on a secured channel. The server's
+// signature is not checked: the load client measures the server, it does not guard it.
+func Dial(ctx context.Context, t *Target) (*Session, error) {
+	secure := t.serverCert != nil
+	cfg := uasc.ClientConfig{PolicyURI: t.Endpoint.SecurityPolicyUri, Mode: t.Endpoint.SecurityMode}
+	if secure {
+		cfg.Certificate, cfg.Key, cfg.ServerCertificate = t.id.DER, t.id.Key, t.serverCert.Raw
+	}
+	ch, err := dialChannel(ctx, t.URL, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{ch: ch}
+	if err := s.open(ctx, t, secure); err != nil {
+		ch.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) open(ctx context.Context, t *Target, secure bool) error {
+	nonce := make([]byte, 32)
+	if _, err := rand.Read(nonce); err != nil {
+		return err
+	}
+	req := &ua.CreateSessionRequest{
+		RequestHeader: s.header(),
+		ClientDescription: ua.ApplicationDescription{
+			ApplicationUri: t.id.URI, ApplicationName: codec.LocalizedText{Text: "uastack bench load"},
+			ApplicationType: ua.ApplicationTypeClient,
+		},
+		EndpointUrl:             t.URL,
+		SessionName:             "load",
+		ClientNonce:             nonce,
+		RequestedSessionTimeout: float64(10 * time.Minute / time.Millisecond),
+	}
+	if secure {
+		req.ClientCertificate = t.id.DER
+	}
+	var cr *ua.CreateSessionResponse
+	if err := s.call(ctx, "CreateSession", req, &cr); err != nil {
+		return err
+	}
+	s.token = cr.AuthenticationToken
+	act := &ua.ActivateSessionRequest{
+		RequestHeader:     s.header(),
+		UserIdentityToken: codec.NewExtensionObject(&ua.AnonymousIdentityToken{PolicyId: t.tokenID}),
+	}
+	if secure {
+		sig, err := sign(t.Endpoint.SecurityPolicyUri, t.id.Key, t.serverCert.Raw, cr.ServerNonce)
+		if err != nil {
+			return err
+		}
+		act.ClientSignature = sig
+	}
+	var ar *ua.ActivateSessionResponse
+	return s.call(ctx, "ActivateSession", act, &ar)
+}
+
+// sign signs a || b with key under the policy (Part 4 §7.37 SignatureData).
+func sign(uri string, key crypto.Signer, a, b []byte) (ua.SignatureData, error) {
+	pol, _ := policy.Lookup(uri)
+	asym, err := pol.NewAsymmetric(key, nil)
+	if err != nil {
+		return ua.SignatureData{}, err
+	}
+	sig, err := asym.Sign(nil, append(append(make([]byte, 0, len(a)+len(b)), a...), b...))
+	if err != nil {
+		return ua.SignatureData{}, err
+	}
+	return ua.SignatureData{Algorithm: pol.Info().AsymmetricSignatureURI, Signature: sig}, nil
+}
+
+// call sends req and stores the response, of type R, in *out; a bad ServiceResult is an
+// error.
+func call[R codec.Structure](ctx context.Context, ch *uasc.ClientChannel, service string, req codec.Structure, out *R) error {
+	resp, err := ch.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("load: %s: %w", service, err)
+	}
+	r, ok := resp.(R)
+	if !ok {
+		return fmt.Errorf("load: %s answered with %T: %w", service, resp, status.BadUnknownResponse)
+	}
+	*out = r
+	return nil
+}
+
+func (s *Session) call(ctx context.Context, service string, req codec.Structure, out any) error {
+	switch o := out.(type) {
+	case **ua.CreateSessionResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	case **ua.ActivateSessionResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	case **ua.CreateSubscriptionResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	case **ua.CreateMonitoredItemsResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	case **ua.WriteResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	}
+	return fmt.Errorf("load: %s: response type %T", service, out)
+}
+
+func check(err error, service string, result func() status.Code) error {
+	if err != nil {
+		return err
+	}
+	if c := result(); c.IsBad() {
+		return fmt.Errorf("load: %s: %w", service, c)
+	}
+	return nil
+}
+
+// Item is a monitored item to create: a Value attribute and its sampling interval in ms.
+type Item struct {
+	Node     codec.NodeId
+	Sampling float64
+	Queue    uint32
+}
+
+// Subscribe creates a subscription with the publishing interval and the items, in
+// Reporting mode with client handles 0, 1, ... in the order of items, at most perCall in
+// one CreateMonitoredItems. Keep-alive count 10, lifetime count 60.
+func (s *Session) Subscribe(ctx context.Context, interval time.Duration, items []Item, perCall int) error {
+	var sr *ua.CreateSubscriptionResponse
+	if err := s.call(ctx, "CreateSubscription", &ua.CreateSubscriptionRequest{
+		RequestHeader:               s.header(),
+		RequestedPublishingInterval: float64(interval) / float64(time.Millisecond),
+		RequestedLifetimeCount:      60,
+		RequestedMaxKeepAliveCount:  10,
+		PublishingEnabled:           true,
+	}, &sr); err != nil {
+		return err
+	}
+	s.SubscriptionID = sr.SubscriptionId
+	for start := 0; start < len(items); start += perCall {
+		batch := items[start:min(start+perCall, len(items))]
+		reqs := make([]ua.MonitoredItemCreateRequest, len(batch))
+		for i, it := range batch {
+			reqs[i] = ua.MonitoredItemCreateRequest{
+				ItemToMonitor:  ua.ReadValueId{NodeId: it.Node, AttributeId: 13}, // Value
+				MonitoringMode: ua.MonitoringModeReporting,
+				RequestedParameters: ua.MonitoringParameters{
+					ClientHandle: uint32(start + i), SamplingInterval: it.Sampling, QueueSize: it.Queue, DiscardOldest: true,
+				},
+			}
+		}
+		var mr *ua.CreateMonitoredItemsResponse
+		if err := s.call(ctx, "CreateMonitoredItems", &ua.CreateMonitoredItemsRequest{
+			RequestHeader: s.header(), SubscriptionId: s.SubscriptionID,
+			TimestampsToReturn: ua.TimestampsToReturnSource, ItemsToCreate: reqs,
+		}, &mr); err != nil {
+			return err
+		}
+		if len(mr.Results) != len(reqs) {
+			return fmt.Errorf("load: CreateMonitoredItems: %d results for %d items", len(mr.Results), len(reqs))
+		}
+		for i, r := range mr.Results {
+			if r.StatusCode.IsBad() {
+				return fmt.Errorf("load: CreateMonitoredItems %v: %w", batch[i].Node, r.StatusCode)
+			}
+		}
+	}
+	return nil
+}
+
+// Publish sends Publish requests one after another until ctx ends or one fails, calling
+// onData for every MonitoredItemNotification received (on this goroutine) and
+// acknowledging every NotificationMessage in the next request. Run it on depth
+// goroutines to keep depth Publishes outstanding. It returns nil when ctx ended.
+func (s *Session) Publish(ctx context.Context, onData func(handle uint32, dv *codec.DataValue)) error {
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		req := &ua.PublishRequest{RequestHeader: s.header(), SubscriptionAcknowledgements: s.acks}
+		s.acks = nil
+		s.mu.Unlock()
+		resp, err := s.ch.Request(ctx, req)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load: Publish: %w", err)
+		}
+		r, ok := resp.(*ua.PublishResponse)
+		if !ok {
+			return fmt.Errorf("load: Publish answered with %T", resp)
+		}
+		if c := r.ResponseHeader.ServiceResult; c.IsBad() {
+			return fmt.Errorf("load: Publish: %w", c)
+		}
+		msg := &r.NotificationMessage
+		if len(msg.NotificationData) == 0 {
+			continue // a keep-alive: its sequence number is the next one, not to acknowledge
+		}
+		s.mu.Lock()
+		s.acks = append(s.acks, ua.SubscriptionAcknowledgement{SubscriptionId: r.SubscriptionId, SequenceNumber: msg.SequenceNumber})
+		s.mu.Unlock()
+		for i := range msg.NotificationData {
+			dc, ok := msg.NotificationData[i].Value.(*ua.DataChangeNotification)
+			if !ok {
+				continue
+			}
+			for j := range dc.MonitoredItems {
+				onData(dc.MonitoredItems[j].ClientHandle, &dc.MonitoredItems[j].Value)
+			}
+		}
+	}
+	return nil
+}
+
+// Write writes v to the Value of node.
+func (s *Session) Write(ctx context.Context, node codec.NodeId, v codec.Variant) error {
+	var wr *ua.WriteResponse
+	if err := s.call(ctx, "Write", &ua.WriteRequest{
+		RequestHeader: s.header(),
+		NodesToWrite:  []ua.WriteValue{{NodeId: node, AttributeId: 13, Value: codec.DataValue{Value: v}}},
+	}, &wr); err != nil {
+		return err
+	}
+	if len(wr.Results) != 1 {
+		return errors.New("load: Write: no result")
+	}
+	if wr.Results[0].IsBad() {
+		return fmt.Errorf("load: Write %v: %w", node, wr.Results[0])
+	}
+	return nil
+}
+
+// Err returns why the session's channel ended, or nil while it is open.
+func (s *Session) Err() error { return s.ch.Err() }
+
+// Close closes the channel without closing the session: the server's own cleanup is not
+// what the load suites measure.
+func (s *Session) Close() { s.ch.Close() }
