@@ -32,8 +32,11 @@ func TestNotifySmoke(t *testing.T) {
 	}
 	require.Equal(t, 1500.0, get("changes/s nominal"))
 	require.Positive(t, get("changes/s made"))
-	// 150 values change ten times a second; a loaded machine may merge a few cycles.
-	require.InDelta(t, 1500, get("notifications/s"), 600)
+	// 150 values change ten times a second. A loaded machine makes fewer changes (its
+	// simulation ticker skips cycles), so the delivery is judged against what was made.
+	require.Positive(t, get("notifications/s"))
+	require.LessOrEqual(t, get("notifications/s"), 1.1*1500)
+	require.InDelta(t, 100, get("delivered"), 40, "%% of the changes made that arrived")
 	require.Zero(t, get("publish failures"))
 	require.Positive(t, get("server CPU/notification"))
 }
