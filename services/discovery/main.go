@@ -1,7 +1,8 @@
 // Command discovery is the uastack Local Discovery Server (Part 12 §4.3). Servers
 // register with it; clients ask it which servers exist and how to reach them. It runs on
 // built-in defaults (opc.tcp port 4840, its own PKI); every flag may also be set as an
-// environment variable UASTACK_DISCOVERY_<FLAG> with dashes as underscores.
+// environment variable UASTACK_LDS_<FLAG> with dashes as underscores (not
+// UASTACK_DISCOVERY_: that is the server's discovery section).
 package main
 
 import (
@@ -46,7 +47,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer, ready fu
 	// Environment first, so that flags win.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		key := "UASTACK_DISCOVERY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		key := "UASTACK_LDS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		for _, kv := range environ {
 			if v, ok := strings.CutPrefix(kv, key+"="); ok {
 				if err := f.Value.Set(v); err != nil && envErr == nil {

@@ -39,7 +39,7 @@ func TestRunStartsAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-endpoint-url", "opc.tcp://127.0.0.1:4840"},
-			[]string{"UASTACK_DISCOVERY_PKI=" + t.TempDir()}, &logs, func(a net.Addr) { ready <- a })
+			[]string{"UASTACK_LDS_PKI=" + t.TempDir()}, &logs, func(a net.Addr) { ready <- a })
 	}()
 	select {
 	case a := <-ready:
@@ -60,7 +60,7 @@ func TestRunStartsAndStops(t *testing.T) {
 
 	err := run(context.Background(), []string{"-registration-timeout", "soon"}, nil, &logs, nil)
 	require.Error(t, err)
-	err = run(context.Background(), nil, []string{"UASTACK_DISCOVERY_REFRESH_INTERVAL=often"}, &logs, nil)
-	require.ErrorContains(t, err, "UASTACK_DISCOVERY_REFRESH_INTERVAL")
+	err = run(context.Background(), nil, []string{"UASTACK_LDS_REFRESH_INTERVAL=often"}, &logs, nil)
+	require.ErrorContains(t, err, "UASTACK_LDS_REFRESH_INTERVAL")
 	require.True(t, strings.Contains(logs.String(), "registration-timeout"), "the bad flag is named")
 }

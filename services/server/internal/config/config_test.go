@@ -202,8 +202,8 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "all unknown keys are reported",
 			yaml: "typo1: 1\nlimits:\n  typo2: 2\n",
-			env:  []string{"UASTACK_TYPO3=3"},
-			want: []string{`"typo1"`, `"limits.typo2"`, "UASTACK_TYPO3"},
+			env:  []string{"UASTACK_LIMITS_TYPO3=3"},
+			want: []string{`"typo1"`, `"limits.typo2"`, "UASTACK_LIMITS_TYPO3"},
 		},
 		{
 			name: "bare number for a duration",
@@ -504,4 +504,15 @@ func TestLogEffective(t *testing.T) {
 	var all bytes.Buffer
 	LogEffective(slog.New(slog.NewTextHandler(&all, nil)), c)
 	require.NotContains(t, all.String(), c.Security.Users[0].PasswordHash, "hashes are never logged")
+}
+
+// TestOtherProgramsVariables: UASTACK_ variables outside the server's sections belong to
+// other uastack programs (uacli's password, the tests' npm cache) and are left alone; one
+// inside a section that names no key is still an error.
+func TestOtherProgramsVariables(t *testing.T) {
+	c, err := Load(nil, []string{"UASTACK_NPM_CACHE=/tmp/npm", "UASTACK_PASSWORD=secret", "UASTACK_LIMITS_MAXSESSIONCOUNT=7"})
+	require.NoError(t, err)
+	require.Equal(t, 7, c.Limits.MaxSessionCount)
+	_, err = Load(nil, []string{"UASTACK_DISCOVERY_PKI=/tmp/pki"})
+	require.ErrorContains(t, err, `unknown key "discovery.pki"`)
 }

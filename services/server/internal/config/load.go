@@ -110,6 +110,11 @@ func Load(args, environ []string) (*Config, error) {
 			}
 			lower := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix), "_", "."))
 			key, ok := keys.fold[lower]
+			if section, _, _ := strings.Cut(lower, "."); !ok && !keys.sections[section] {
+				// Not the server's: another uastack program's variable (uacli's
+				// UASTACK_PASSWORD, the tests' UASTACK_NPM_CACHE).
+				return "", nil
+			}
 			if !ok {
 				errs = append(errs, fmt.Errorf("environment %s: unknown key %q (the rule: drop %s, \"_\" separates levels, case is ignored)", name, lower, EnvPrefix))
 				return "", nil
@@ -221,12 +226,13 @@ func durationHook(_, to reflect.Type, data any) (any, error) {
 
 // keySet is every leaf key of Config with its Go type.
 type keySet struct {
-	exact map[string]reflect.Type // key -> type of the field
-	fold  map[string]string       // lower-case key -> key
+	exact    map[string]reflect.Type // key -> type of the field
+	fold     map[string]string       // lower-case key -> key
+	sections map[string]bool         // lower-case first level of every key
 }
 
 func knownKeys() keySet {
-	ks := keySet{exact: map[string]reflect.Type{}, fold: map[string]string{}}
+	ks := keySet{exact: map[string]reflect.Type{}, fold: map[string]string{}, sections: map[string]bool{}}
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
 		for i := range t.NumField() {
@@ -238,6 +244,8 @@ func knownKeys() keySet {
 			}
 			ks.exact[key] = f.Type
 			ks.fold[strings.ToLower(key)] = key
+			section, _, _ := strings.Cut(strings.ToLower(key), ".")
+			ks.sections[section] = true
 		}
 	}
 	walk("", reflect.TypeFor[Config]())
