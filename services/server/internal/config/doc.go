@@ -23,7 +23,9 @@
 // operationLimits.maxNodesPerRead, encoding.maxMessageSize, and so on. The
 // YAML file uses them as written. An unknown key in the file, in a UASTACK_
 // variable or in --set is an error that names the key: a typo is never
-// silently ignored.
+// silently ignored. A UASTACK_ variable whose first level names none of the
+// server's sections (application, endpoint, security, limits, ...) belongs to
+// another uastack program (uacli's UASTACK_PASSWORD) and is left alone.
 //
 // # Environment variables
 //
