@@ -212,11 +212,55 @@ func (c *Client) openChannel(ctx context.Context) (*uasc.ClientChannel, error) {
 	return openChannel(ctx, c.url, cfg)
 }
 
+// identityMayHaveChanged reports whether a refused channel may mean that the server's
+// certificate is no longer the one its cached endpoint carries: a server cannot read or
+// verify what was sealed for a certificate it no longer has.
+func identityMayHaveChanged(err error) bool {
+	return errors.Is(err, status.BadSecurityChecksFailed) || errors.Is(err, status.BadCertificateInvalid)
+}
+
+// rediscover forgets the cached endpoints, asks the server for them again and selects
+// the endpoint anew. It reports whether the server certificate changed; a new one must
+// pass the trust store like the first. The caller holds rmu.
+func (c *Client) rediscover(ctx context.Context) (changed bool, err error) {
+	c.cfg.cache.Forget(c.url)
+	eps, err := c.cfg.cache.Get(ctx, c.url)
+	if err != nil {
+		return false, err
+	}
+	ep, err := SelectEndpoint(eps, c.cfg.policyURI, c.cfg.mode)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(ep.ServerCertificate, c.ep.ServerCertificate) {
+		return false, nil
+	}
+	prevEps, prevEp, prevCert := c.eps, c.ep, c.serverCert
+	c.eps, c.ep, c.serverCert = eps, ep, nil
+	if err := c.checkServer(); err != nil {
+		c.eps, c.ep, c.serverCert = prevEps, prevEp, prevCert
+		c.cfg.cache.Forget(c.url)
+		return false, err
+	}
+	return true, nil
+}
+
 // connect opens a channel and brings a session up on it: when reuse is set it first
 // re-activates the current session (Part 4 §5.6.3), and creates a new session only if
 // the server refuses that. The caller holds rmu.
 func (c *Client) connect(ctx context.Context, reuse bool) error {
 	ch, err := c.openChannel(ctx)
+	if err != nil && c.ep.SecurityPolicyUri != policy.URINone && identityMayHaveChanged(err) {
+		// The server may have a new certificate since its endpoints were cached: ask
+		// again, and retry at once when the certificate did change (and is trusted).
+		changed, derr := c.rediscover(ctx)
+		if derr != nil {
+			return derr
+		}
+		if changed {
+			ch, err = c.openChannel(ctx)
+		}
+	}
 	if err != nil {
 		return err
 	}
