@@ -27,16 +27,41 @@ func BenchmarkGetEndpoints(b *testing.B) {
 		b.SetBytes(int64(e.Len()))
 	})
 	b.Run("scratch", func(b *testing.B) {
+		// What a server without the cache does per call: the descriptions built from its
+		// configuration (application, security settings, token policies; the certificate
+		// referenced, not copied) for the host the client called, then encoded.
+		cert := srv.Endpoints[0].ServerCertificate
+		type security struct {
+			policy string
+			mode   ua.MessageSecurityMode
+			level  byte
+		}
+		var secs []security
+		for _, ep := range srv.Endpoints {
+			secs = append(secs, security{ep.SecurityPolicyUri, ep.SecurityMode, ep.SecurityLevel})
+		}
 		b.ReportAllocs()
-		k := answerKey{server: "self", host: "127.0.0.1", profiles: ^uint64(0)}
 		for b.Loop() {
+			url := withHost("opc.tcp://plant-a:4840", hostOf(req.EndpointUrl))
+			app := ua.ApplicationDescription{
+				ApplicationUri:  "urn:a",
+				ProductUri:      "urn:uastack.dev:server",
+				ApplicationName: codec.LocalizedText{Text: "plant urn:a"},
+				ApplicationType: ua.ApplicationTypeServer,
+				DiscoveryUrls:   []string{url},
+			}
 			resp := ua.GetEndpointsResponse{ResponseHeader: ua.ResponseHeader{Timestamp: codec.Now(), RequestHandle: req.RequestHeader.RequestHandle}}
-			for _, ep := range srv.Endpoints {
-				ep.Server = localized(srv, k.locale)
-				ep.EndpointUrl = withHost(ep.EndpointUrl, k.host)
-				ep.Server.DiscoveryUrls = withHosts(ep.Server.DiscoveryUrls, k.host)
-				ep.UserIdentityTokens = append([]ua.UserTokenPolicy(nil), ep.UserIdentityTokens...)
-				resp.Endpoints = append(resp.Endpoints, ep)
+			for _, sec := range secs {
+				resp.Endpoints = append(resp.Endpoints, ua.EndpointDescription{
+					EndpointUrl: url, Server: app, ServerCertificate: cert,
+					SecurityMode: sec.mode, SecurityPolicyUri: sec.policy,
+					UserIdentityTokens: []ua.UserTokenPolicy{
+						{PolicyId: "Anonymous", TokenType: ua.UserTokenTypeAnonymous},
+						{PolicyId: "UserName", TokenType: ua.UserTokenTypeUserName, SecurityPolicyUri: "http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256"},
+						{PolicyId: "Certificate", TokenType: ua.UserTokenTypeCertificate},
+					},
+					TransportProfileUri: tcpProfile, SecurityLevel: sec.level,
+				})
 			}
 			e.Reset(e.Bytes())
 			resp.EncodeBinary(e)
