@@ -225,8 +225,9 @@ type Observability struct {
 	// DiagnosticsEnabled maintains the ServerDiagnostics, session and
 	// subscription diagnostics nodes. Default true.
 	DiagnosticsEnabled bool `koanf:"diagnosticsEnabled"`
-	// MetricsAddr is the HTTP address of the Prometheus endpoint; empty
-	// disables it (the default).
+	// MetricsAddr is the HTTP address serving /metrics (Prometheus text
+	// format) and the Go profiler (/debug/pprof/); empty disables both (the
+	// default). Keep it on loopback: the profiler shows the server's internals.
 	MetricsAddr string `koanf:"metricsAddr"`
 	LogLevel    string `koanf:"logLevel"`  // debug, info (default), warn, error
 	LogFormat   string `koanf:"logFormat"` // text (default) or json

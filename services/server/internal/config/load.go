@@ -48,7 +48,7 @@ func NewFlagSet() *pflag.FlagSet {
 	fs.String("pki", "", "PKI directory (security.pkiDir)")
 	fs.String("log-level", "", "debug, info, warn or error (observability.logLevel)")
 	fs.String("log-format", "", "text or json (observability.logFormat)")
-	fs.String("metrics-addr", "", "Prometheus HTTP address (observability.metricsAddr)")
+	fs.String("metrics-addr", "", "HTTP address of /metrics and /debug/pprof/ (observability.metricsAddr)")
 	fs.StringArray("set", nil, "set any key, e.g. --set limits.maxSessionCount=500 (repeatable)")
 	return fs
 }

@@ -42,11 +42,42 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func(n
 		log.Info("endpoint", "url", ep.EndpointUrl, "securityPolicy", ep.SecurityPolicyUri,
 			"securityMode", ua.MessageSecurityModeName(int64(ep.SecurityMode)), "securityLevel", ep.SecurityLevel)
 	}
+	obsDone := make(chan error, 1)
+	stopObservability := func() {}
+	if addr := cfg.Observability.MetricsAddr; addr != "" {
+		oln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("observability.metricsAddr: %w", err)
+		}
+		if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+			log.Warn("observability.metricsAddr is reachable beyond this machine: it serves the Go profiler too", "address", oln.Addr().String())
+		}
+		log.Info("metrics and profiler", "metrics", "http://"+oln.Addr().String()+"/metrics", "pprof", "http://"+oln.Addr().String()+"/debug/pprof/")
+		octx, stop := context.WithCancel(ctx)
+		stopObservability = stop // Serve may end on its own, before ctx
+		go func() { obsDone <- srv.serveObservability(octx, oln) }()
+	} else {
+		obsDone <- nil
+	}
 	log.Info("listening", "address", ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	err = srv.Serve(ctx, ln)
+	stopObservability()
+	if oerr := <-obsDone; oerr != nil && err == nil {
+		err = fmt.Errorf("observability: %w", oerr)
+	}
 	log.Info("server stopped")
 	return err
+}
+
+// isLoopback reports whether host names only this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
