@@ -112,6 +112,10 @@ func (s *Space) readLocked(item *ua.ReadValueId, dv *codec.DataValue, ts ua.Time
 		dv.Status = status.BadNotReadable
 		return
 	}
+	if !s.mayReadLocked(item.NodeId, roles) {
+		dv.Status = status.BadUserAccessDenied
+		return
+	}
 	if p := s.values[item.NodeId]; p != nil {
 		*dv = *p
 	} else if fn := s.sources[item.NodeId]; fn != nil {
@@ -280,7 +284,11 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 	case attr.AccessLevel:
 		*out = codec.ByteVariant(v.accessLevel())
 	case attr.UserAccessLevel:
-		*out = codec.ByteVariant(v.userAccessLevel(roles))
+		al := v.userAccessLevel(roles)
+		if !s.mayReadLocked(id, roles) {
+			al &^= uint8(ua.AccessLevelTypeCurrentRead)
+		}
+		*out = codec.ByteVariant(al)
 	case attr.AccessLevelEx:
 		*out = codec.UInt32Variant(uint32(v.accessLevel()))
 	case attr.MinimumSamplingInterval:

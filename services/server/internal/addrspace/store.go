@@ -82,6 +82,10 @@ type Space struct {
 	methods map[codec.NodeId]MethodHandler
 	// onChange are called after a Value changes.
 	onChange []func(codec.NodeId, *codec.DataValue)
+	// readRoles restrict reading the Value of a node to principals holding one of them
+	// (SetReadRoles); nodes not in it are readable by anyone who may read them by
+	// AccessLevel.
+	readRoles map[codec.NodeId][]codec.NodeId
 
 	// start is the SourceTimestamp of values taken from the nodeset.
 	start codec.DateTime
@@ -98,7 +102,40 @@ func New(uris ...string) *Space {
 		sources: make(map[codec.NodeId]ValueFunc),
 		methods: make(map[codec.NodeId]MethodHandler),
 		start:   codec.Now(),
+
+		readRoles: make(map[codec.NodeId][]codec.NodeId),
 	}
+}
+
+// SetReadRoles lets only principals holding one of roles read the Value of the variable
+// id (Part 3 §4.9 roles; Part 5 asks this of SessionSecurityDiagnostics, for example):
+// the others get BadUserAccessDenied and a UserAccessLevel without the read bit. It
+// reports false when there is no such variable.
+func (s *Space) SetReadRoles(id codec.NodeId, roles ...codec.NodeId) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.lookupLocked(id)
+	if !ok || v.class() != ua.NodeClassVariable {
+		return false
+	}
+	s.readRoles[id] = append([]codec.NodeId(nil), roles...)
+	return true
+}
+
+// mayReadLocked reports whether a principal with roles may read the Value of id.
+func (s *Space) mayReadLocked(id codec.NodeId, roles []codec.NodeId) bool {
+	want, ok := s.readRoles[id]
+	if !ok {
+		return true
+	}
+	for _, r := range roles {
+		for _, w := range want {
+			if r == w {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewNamespace0 returns a Space that serves namespace 0 (http://opcfoundation.org/UA/).

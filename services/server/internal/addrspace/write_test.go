@@ -252,3 +252,35 @@ func TestSetTypedValue(t *testing.T) {
 	// Duration is a subtype of Double.
 	require.NoError(t, s.SetTypedValue(n0(id.Server_ServerCapabilities_MinSupportedSampleRate), codec.DoubleVariant(0)))
 }
+
+// TestReadRoles: a namespace 0 variable restricted with SetReadRoles answers a Value read
+// by a principal without the role with BadUserAccessDenied and shows it a
+// UserAccessLevel without the read bit; a holder of the role reads it. Objects and
+// unknown nodes cannot be restricted.
+func TestReadRoles(t *testing.T) {
+	t.Parallel()
+	admin := []codec.NodeId{n0(id.WellKnownRole_AuthenticatedUser), n0(id.WellKnownRole_SecurityAdmin)}
+	anonymous := []codec.NodeId{n0(id.WellKnownRole_Anonymous)}
+	s := NewNamespace0()
+	arr := n0(id.Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray)
+	require.True(t, s.SetReadRoles(arr, n0(id.WellKnownRole_SecurityAdmin)))
+	require.False(t, s.SetReadRoles(n0(id.Server), n0(id.WellKnownRole_SecurityAdmin)), "an Object has no Value")
+	require.False(t, s.SetReadRoles(codec.NewStringNodeId(0, "nowhere"), n0(id.WellKnownRole_SecurityAdmin)))
+	read := func(roles []codec.NodeId, a attr.ID) codec.DataValue {
+		op := &nodemgr.ReadOp{Principal: nodemgr.Principal{Roles: roles},
+			Items: []ua.ReadValueId{{NodeId: arr, AttributeId: uint32(a)}}, Results: make([]codec.DataValue, 1)}
+		s.Read(context.Background(), op, func() {})
+		return op.Results[0]
+	}
+	require.Equal(t, status.BadUserAccessDenied, read(anonymous, attr.Value).Status)
+	require.Equal(t, status.Good, read(admin, attr.Value).Status)
+	fullDV := read(admin, attr.UserAccessLevel)
+	full, ok := fullDV.Value.Value().(uint8)
+	require.True(t, ok)
+	require.NotZero(t, full&uint8(ua.AccessLevelTypeCurrentRead))
+	restrictedDV := read(anonymous, attr.UserAccessLevel)
+	restricted, ok := restrictedDV.Value.Value().(uint8)
+	require.True(t, ok)
+	require.Zero(t, restricted&uint8(ua.AccessLevelTypeCurrentRead))
+	require.Equal(t, read(admin, attr.AccessLevel).Value, read(anonymous, attr.AccessLevel).Value, "AccessLevel is the node's")
+}

@@ -357,6 +357,12 @@ func (s *Server) initDiagnostics() error {
 			return errors.New("server diagnostics: set value func: not a variable")
 		}
 	}
+	// Who is logged in, how and with which certificate is for security administrators
+	// only (Part 5 §6.3.4: "only visible to authorized users").
+	if !s.space.SetReadRoles(codec.NewNumericNodeId(0, id.Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray),
+		codec.NewNumericNodeId(0, id.WellKnownRole_SecurityAdmin)) {
+		return errors.New("server diagnostics: read roles of SessionSecurityDiagnosticsArray: not a variable")
+	}
 	enabled := codec.BooleanVariant(d.enabled)
 	if !s.space.SetValueFunc(codec.NewNumericNodeId(0, id.Server_ServerDiagnostics_EnabledFlag), func(now codec.DateTime) codec.DataValue {
 		return codec.DataValue{Value: enabled, SourceTimestamp: now, ServerTimestamp: now}

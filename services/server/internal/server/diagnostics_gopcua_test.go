@@ -99,8 +99,14 @@ func TestDiagnosticsGopcua(t *testing.T) {
 	_, err := a.Read(ctx, &ua.ReadRequest{})
 	require.Error(t, err)
 
+	// Who is logged in how is for security administrators: an anonymous session is
+	// refused it (TestDiagnosticsRejectedAndTimedOut reads it as one).
+	denied, err := a.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{readValueID(diagSessionSecurity, ua.AttributeIDValue)}})
+	require.NoError(t, err)
+	require.Equal(t, ua.StatusBadUserAccessDenied, denied.Results[0].Status)
+
 	got := readDiag(t, ctx, a, diagSummary, diagCurrentSessions, diagCumulated, diagRejectedRequests,
-		diagSessions, diagSessionSecurity, diagSubscriptions, diagEnabledFlag)
+		diagSessions, diagSubscriptions, diagEnabledFlag)
 	summary, ok := got[0].Value.Value().(*ua.ExtensionObject).Value.(*ua.ServerDiagnosticsSummaryDataType)
 	require.True(t, ok, "summary is %T", got[0].Value.Value())
 	require.EqualValues(t, 2, summary.CurrentSessionCount)
@@ -115,7 +121,7 @@ func TestDiagnosticsGopcua(t *testing.T) {
 	require.Equal(t, summary.CurrentSessionCount, got[1].Value.Value())
 	require.Equal(t, summary.CumulatedSessionCount, got[2].Value.Value())
 	require.Equal(t, summary.RejectedRequestsCount, got[3].Value.Value())
-	require.Equal(t, true, got[7].Value.Value())
+	require.Equal(t, true, got[6].Value.Value())
 
 	sessions := structures[ua.SessionDiagnosticsDataType](t, got[4])
 	require.Len(t, sessions, 2)
@@ -135,17 +141,7 @@ func TestDiagnosticsGopcua(t *testing.T) {
 	require.False(t, sa.ClientLastContactTime.Before(sa.ClientConnectionTime))
 	require.Greater(t, sa.ActualSessionTimeout, 0.0)
 
-	security := structures[ua.SessionSecurityDiagnosticsDataType](t, got[5])
-	require.Len(t, security, 2)
-	for _, sec := range security {
-		require.Equal(t, "Anonymous", sec.AuthenticationMechanism)
-		require.Equal(t, ua.SecurityPolicyURINone, sec.SecurityPolicyURI)
-		require.Equal(t, ua.MessageSecurityModeNone, sec.SecurityMode)
-		require.Equal(t, "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary", sec.TransportProtocol)
-		require.True(t, sec.SessionID.String() == sessions[0].SessionID.String() || sec.SessionID.String() == sessions[1].SessionID.String())
-	}
-
-	subs := structures[ua.SubscriptionDiagnosticsDataType](t, got[6])
+	subs := structures[ua.SubscriptionDiagnosticsDataType](t, got[5])
 	require.Len(t, subs, 2)
 	bySub := map[uint32]*ua.SubscriptionDiagnosticsDataType{}
 	for _, s := range subs {
@@ -204,14 +200,14 @@ func TestDiagnosticsDisabled(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	subscribeOne(t, ctx, c, 100*time.Millisecond, ua.NewStringNodeID(1, "Demo.Scalar_Double"))
 
-	got := readDiag(t, ctx, c, diagEnabledFlag, diagSessions, diagSessionSecurity, diagSubscriptions, diagSummary)
+	got := readDiag(t, ctx, c, diagEnabledFlag, diagSessions, diagSubscriptions, diagSummary)
 	require.Equal(t, false, got[0].Value.Value())
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= 2; i++ {
 		xs, ok := got[i].Value.Value().([]*ua.ExtensionObject)
 		require.True(t, ok, "value %d is %T", i, got[i].Value.Value())
 		require.Empty(t, xs)
 	}
-	summary := got[4].Value.Value().(*ua.ExtensionObject).Value.(*ua.ServerDiagnosticsSummaryDataType)
+	summary := got[3].Value.Value().(*ua.ExtensionObject).Value.(*ua.ServerDiagnosticsSummaryDataType)
 	require.EqualValues(t, 1, summary.CurrentSessionCount)
 	require.EqualValues(t, 1, summary.CurrentSubscriptionCount)
 
@@ -225,13 +221,14 @@ func TestDiagnosticsDisabled(t *testing.T) {
 
 // TestDiagnosticsRejectedAndTimedOut counts a refused ActivateSession (a wrong password:
 // BadUserAccessDenied, a security rejection) and a session that times out, and reads
-// the user of the remaining session from SessionSecurityDiagnosticsArray.
+// the user of the remaining session from SessionSecurityDiagnosticsArray, which bob may
+// read as a security administrator.
 func TestDiagnosticsRejectedAndTimedOut(t *testing.T) {
 	t.Parallel()
 	hash, err := cheapHash("pw")
 	require.NoError(t, err)
 	ts := servertest.New(t, servertest.Options{Configure: func(c *config.Config) {
-		c.Security.Users = []config.User{{Name: "bob", PasswordHash: hash}}
+		c.Security.Users = []config.User{{Name: "bob", PasswordHash: hash, Roles: []string{"SecurityAdmin"}}}
 		c.Limits.MinSessionTimeout = 200 * time.Millisecond
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -266,4 +263,7 @@ func TestDiagnosticsRejectedAndTimedOut(t *testing.T) {
 	require.Equal(t, "bob", security[0].ClientUserIDOfSession)
 	require.Equal(t, []string{"bob"}, security[0].ClientUserIDHistory)
 	require.Equal(t, "UserName", security[0].AuthenticationMechanism)
+	require.Equal(t, ua.SecurityPolicyURINone, security[0].SecurityPolicyURI)
+	require.Equal(t, ua.MessageSecurityModeNone, security[0].SecurityMode)
+	require.Equal(t, "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary", security[0].TransportProtocol)
 }
