@@ -36,7 +36,7 @@ import (
 // options are the command's flags.
 type options struct {
 	sessions, items int
-	nodes           int // distinct simulated nodes; 0 means sessions × items
+	nodes           int           // distinct simulated nodes; 0 means sessions × items
 	change          time.Duration // simulation interval: every value changes this often
 	sampling        time.Duration
 	publishing      time.Duration
@@ -130,12 +130,12 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 	}
 	limit := strconv.Itoa(o.sessions + 16)
 	srv, err := uaserver.Start(ctx, bin, dir, id,
-		"addressSpace.simulation.count=" + strconv.Itoa(o.nodes),
-		"addressSpace.simulation.interval=" + o.change.String(),
-		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit, "limits.maxSubscriptionCount=" + limit,
-		"limits.maxMonitoredItemCount=" + strconv.Itoa(total+1000),
-		"limits.maxMonitoredItemsPerSubscription=" + strconv.Itoa(max(o.items, 10000)),
-)
+		"addressSpace.simulation.count="+strconv.Itoa(o.nodes),
+		"addressSpace.simulation.interval="+o.change.String(),
+		"limits.maxSessionCount="+limit, "limits.maxChannelCount="+limit, "limits.maxSubscriptionCount="+limit,
+		"limits.maxMonitoredItemCount="+strconv.Itoa(total+1000),
+		"limits.maxMonitoredItemsPerSubscription="+strconv.Itoa(max(o.items, 10000)),
+	)
 	if err != nil {
 		return nil, err
 	}

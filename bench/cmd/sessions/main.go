@@ -185,19 +185,19 @@ func metOr(ok bool) string {
 
 // result is the measurement of one N.
 type result struct {
-	n, established, failed   int
-	setup                    time.Duration // establishing every session
-	writes                   int           // values written in the steady window
-	dropSessions, missed     int           // sessions that missed a value; values missed in all
-	publishFailed            int           // sessions whose Publish loop failed
-	notifications            int64         // data changes received in the steady window
+	n, established, failed int
+	setup                  time.Duration // establishing every session
+	writes                 int           // values written in the steady window
+	dropSessions, missed   int           // sessions that missed a value; values missed in all
+	publishFailed          int           // sessions whose Publish loop failed
+	notifications          int64         // data changes received in the steady window
 	// Server usage: before the sessions, once they are up, after the idle window, at the
 	// end of the steady window, and after the drain (RSS only).
 	base, up, idle, steady, done load.Usage
-	window                   time.Duration
-	loadSetup, loadSteady    float64 // one-minute load average after set-up and after the window
-	clientSetup              time.Duration // this process's CPU while establishing
-	errs                     []string // the first few errors
+	window                       time.Duration
+	loadSetup, loadSteady        float64       // one-minute load average after set-up and after the window
+	clientSetup                  time.Duration // this process's CPU while establishing
+	errs                         []string      // the first few errors
 }
 
 func (r *result) rate() float64 {
@@ -250,9 +250,9 @@ type tally struct {
 func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, prog *report.Progress) (*result, error) {
 	limit := strconv.Itoa(n + 16)
 	srv, err := uaserver.Start(ctx, bin, dir, id,
-		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit,
-		"limits.maxSubscriptionCount=" + limit, "limits.maxQueuedRequestCount=" + strconv.Itoa(max(200, 2*n)),
-)
+		"limits.maxSessionCount="+limit, "limits.maxChannelCount="+limit,
+		"limits.maxSubscriptionCount="+limit, "limits.maxQueuedRequestCount="+strconv.Itoa(max(200, 2*n)),
+	)
 	if err != nil {
 		return nil, err
 	}
