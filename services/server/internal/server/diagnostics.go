@@ -56,8 +56,8 @@ type sessionDiag struct {
 	diag     ua.SessionDiagnosticsDataType         // the fields known at CreateSession; guarded by diagnostics.mu
 	security ua.SessionSecurityDiagnosticsDataType // guarded by diagnostics.mu
 
-	lastContact atomic.Int64  // codec.DateTime of the last request naming the session
-	requests    atomic.Uint32 // service requests made in the session
+	lastContact atomic.Int64 // codec.DateTime of the last request naming the session
+	counters    serviceCounters
 }
 
 // diagSnapshot is one build of the diagnostics values, served until expires.
@@ -180,13 +180,8 @@ func (sd *sessionDiag) touched(now time.Time) {
 	}
 }
 
-// request counts a service request of the session (TotalRequestCount): every one that
-// finds its user through sessions.principal.
-func (sd *sessionDiag) request() {
-	if sd != nil {
-		sd.requests.Add(1)
-	}
-}
+// on reports whether sessions are described (observability.diagnosticsEnabled).
+func (d *diagnostics) on() bool { return d != nil && d.enabled }
 
 // described adds what CreateSession tells about the client of session sid.
 func (d *diagnostics) described(sid codec.NodeId, m *ua.CreateSessionRequest) {
@@ -298,7 +293,7 @@ func (d *diagnostics) buildLocked(now time.Time) *diagSnapshot {
 			sdd.CurrentSubscriptionsCount = c.Subscriptions
 			sdd.CurrentMonitoredItemsCount = c.MonitoredItems
 			sdd.CurrentPublishRequestsInQueue = c.QueuedPublish
-			sdd.TotalRequestCount = ua.ServiceCounterDataType{TotalCount: sd.requests.Load()}
+			sd.counters.fill(&sdd)
 			sec := sd.security
 			sessions = append(sessions, codec.NewExtensionObject(&sdd))
 			security = append(security, codec.NewExtensionObject(&sec))

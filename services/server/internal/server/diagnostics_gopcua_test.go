@@ -136,6 +136,18 @@ func TestDiagnosticsGopcua(t *testing.T) {
 	require.EqualValues(t, 1, sa.CurrentMonitoredItemsCount)
 	// CreateSubscription, CreateMonitoredItems and the Read of nothing, at least.
 	require.GreaterOrEqual(t, sa.TotalRequestCount.TotalCount, uint32(3))
+	// Per service: one subscription and one item made; the security array Read refused
+	// (BadUserAccessDenied, also unauthorised), then the Read of nothing (BadNothingToDo).
+	require.Equal(t, &ua.ServiceCounterDataType{TotalCount: 1}, sa.CreateSubscriptionCount)
+	require.Equal(t, &ua.ServiceCounterDataType{TotalCount: 1}, sa.CreateMonitoredItemsCount)
+	// gopcua reads on its own when it connects: at least the two Reads here, one failed;
+	// the Read in progress is counted once its answer is sent.
+	require.GreaterOrEqual(t, sa.ReadCount.TotalCount, uint32(2))
+	require.EqualValues(t, 1, sa.ReadCount.ErrorCount)
+	require.GreaterOrEqual(t, sa.PublishCount.TotalCount, uint32(1))
+	require.EqualValues(t, 0, sa.UnauthorizedRequestCount, "the refused item is a per-item status, not a refused request")
+	require.GreaterOrEqual(t, sa.TotalRequestCount.ErrorCount, uint32(1))
+	require.Zero(t, sa.WriteCount.TotalCount)
 	require.Equal(t, ts.URL, sa.EndpointURL)
 	require.NotEmpty(t, sa.ClientDescription.ApplicationURI)
 	require.False(t, sa.ClientLastContactTime.Before(sa.ClientConnectionTime))

@@ -175,6 +175,7 @@ const retryAfterKey = "RetryAfterMs"
 // respond sends msg; a failure means the channel is gone, which the channel's own
 // goroutine reports.
 func (s *Server) respond(req uasc.Request, msg codec.Structure) {
+	s.countService(req.Message, msg)
 	if err := req.Respond(msg); err != nil {
 		s.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
 	}

@@ -232,11 +232,22 @@ func (t *sessions) active(token codec.NodeId, channelID uint32, fn func(*session
 	return fn(s)
 }
 
+// countersOf returns the service counters of the session of token, or nil when there is
+// no such session or it is not described (diagnostics off).
+func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.byToken[token]
+	if s == nil || s.diag == nil {
+		return nil
+	}
+	return &s.diag.counters
+}
+
 // principal returns who the activated session of token is.
 func (t *sessions) principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
 	var p nodemgr.Principal
 	code := t.active(token, channelID, func(s *session) status.Code {
-		s.diag.request()
 		p = s.principal
 		return status.Good
 	})

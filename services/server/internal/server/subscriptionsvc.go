@@ -236,6 +236,7 @@ func (c *publishCall) Respond(resp *ua.PublishResponse) {
 	} else {
 		resp.ResponseHeader = s.header(h, status.Good)
 	}
+	s.countService(c.req.Message, msg)
 	if err := c.req.RespondNoWait(msg); err != nil {
 		s.log.Debug("publish response not sent", "channel", c.req.Channel.ID(), "err", err)
 	}
