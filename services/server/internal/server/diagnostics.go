@@ -38,7 +38,7 @@ type diagnostics struct {
 	securityRejectedSessions atomic.Uint32
 	rejectedSessions         atomic.Uint32
 	sessionTimeouts          atomic.Uint32
-	sessionAborts            atomic.Uint32 // stays 0: a lost channel leaves its session to time out
+	sessionAborts            atomic.Uint32 // sessions dropped on an error (a CreateSession that failed after the session was made)
 	securityRejectedRequests atomic.Uint32
 	rejectedRequests         atomic.Uint32
 
@@ -74,6 +74,16 @@ func newDiagnostics(enabled bool, now func() time.Time) *diagnostics {
 	return &diagnostics{enabled: enabled, now: now, interval: diagnosticsInterval,
 		sessions: make(map[codec.NodeId]*sessionDiag)}
 }
+
+// sessionEnd is why a session ended, for SessionTimeoutCount and SessionAbortCount
+// (Part 5 §12.9: "closed due to timeout", "closed due to errors").
+type sessionEnd uint8
+
+const (
+	endClosed sessionEnd = iota
+	endTimedOut
+	endAborted
+)
 
 // securityRejection reports whether code refuses a request for a security reason: a
 // certificate, signature, nonce, identity or policy that does not pass.
@@ -157,13 +167,16 @@ func (d *diagnostics) sessionCreated(s *session) {
 
 // sessionEnded counts the end of s (SessionTimeoutCount when it timed out); the session
 // table calls it holding its lock.
-func (d *diagnostics) sessionEnded(s *session, timedOut bool) {
+func (d *diagnostics) sessionEnded(s *session, why sessionEnd) {
 	if d == nil {
 		return
 	}
 	d.currentSessions.Add(-1)
-	if timedOut {
+	switch why {
+	case endTimedOut:
 		d.sessionTimeouts.Add(1)
+	case endAborted:
+		d.sessionAborts.Add(1)
 	}
 	if s.diag != nil {
 		d.mu.Lock()

@@ -173,14 +173,22 @@ func (t *sessions) drop(token codec.NodeId) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s, ok := t.byToken[token]; ok {
-		t.endLocked(s, true)
+		delete(t.byToken, s.authToken)
+		t.diag.sessionEnded(s, endAborted)
+		if t.onEnd != nil {
+			t.onEnd(s.id, true)
+		}
 	}
 }
 
 // endLocked removes s from the table and tells onEnd.
 func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
 	delete(t.byToken, s.authToken)
-	t.diag.sessionEnded(s, !t.now().Before(s.lastSeen.Add(s.timeout)))
+	why := endClosed
+	if !t.now().Before(s.lastSeen.Add(s.timeout)) {
+		why = endTimedOut
+	}
+	t.diag.sessionEnded(s, why)
 	if t.onEnd != nil {
 		t.onEnd(s.id, deleteSubscriptions)
 	}
