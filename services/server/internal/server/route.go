@@ -14,6 +14,7 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/addrspace"
+	"uastack.dev/services/server/internal/config"
 )
 
 // owner is a node manager as the server routes to it: the capabilities it has, found by
@@ -695,4 +696,17 @@ func (s *Server) readAll(ctx context.Context, op *nodemgr.ReadOp, done func()) {
 			copy(op.Results, results)
 			done()
 		})
+}
+
+// configuredManagers refuses node managers named in addressSpace.nodeManagers that this
+// build cannot load, rather than start without them: the WASM and plugin hosts are not
+// built yet, and no built-in manager exists besides namespace 0 and the demo namespace
+// (addressSpace.demoNamespace). Managers written in Go are mounted with Options.Managers.
+func configuredManagers(cfg *config.Config) error {
+	if len(cfg.AddressSpace.NodeManagers) == 0 {
+		return nil
+	}
+	nm := cfg.AddressSpace.NodeManagers[0]
+	return fmt.Errorf("addressSpace.nodeManagers[0] (%q, type %s): this build cannot load %s node managers yet; remove the entry (the demo namespace is addressSpace.demoNamespace)",
+		nm.Name, nm.Type, nm.Type)
 }

@@ -98,6 +98,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := configuredManagers(cfg); err != nil {
+		return nil, err
+	}
 	// Polling makes a certificate moved between the store folders count within seconds,
 	// without a restart; an idle poll only lists the folders.
 	p, err := pki.Open(cfg.Security.PKIDir, pki.Options{Logger: log, AutoAccept: cfg.Security.AutoAcceptUntrusted, PollInterval: trustPollInterval})
