@@ -447,6 +447,10 @@ func TestReverseHello(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
+	// The server keeps its end open until the client's Dial is over: net.Pipe fails the
+	// client's last step (clearing its deadline) once the other end is closed, which a TCP
+	// socket would not.
+	dialed := make(chan struct{})
 	go func() {
 		if err := SendReverseHello(ctx, serverSide, &ReverseHello{ServerURI: "urn:s", EndpointURL: "opc.tcp://s:4840"}); err != nil {
 			done <- err
@@ -459,6 +463,7 @@ func TestReverseHello(t *testing.T) {
 			return nil
 		}})
 		if err == nil {
+			<-dialed
 			c.Close()
 		}
 		done <- err
@@ -467,6 +472,7 @@ func TestReverseHello(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &ReverseHello{ServerURI: "urn:s", EndpointURL: "opc.tcp://s:4840"}, rhe)
 	c, err := Dial(ctx, clientSide, ClientConfig{EndpointURL: rhe.EndpointURL})
+	close(dialed)
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, <-done)
