@@ -11,8 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"strings"
 
 	"uastack.dev/bench/internal/report"
 )
@@ -49,26 +47,7 @@ func main() {
 	if err != nil {
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "uastack-bench-browse-")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(dir)
-	r, err := run(ctx, o, dir, report.NewProgress(o.quiet))
-	if err != nil {
-		fail(err)
-	}
-	paths, err := r.WriteAll(o.out)
-	if err != nil {
-		fail(err)
-	}
-	fmt.Print(r.Markdown())
-	fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "browse:", err)
-	os.Exit(1)
+	report.Main("browse", o.out, func(ctx context.Context, dir string) (*report.Report, error) {
+		return run(ctx, o, dir, report.NewProgress(o.quiet))
+	})
 }

@@ -13,8 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"strings"
 	"time"
 
 	"uastack.dev/bench/internal/child"
@@ -63,26 +61,7 @@ func main() {
 	if err != nil {
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "uastack-bench-read-")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(dir)
-	r, err := run(ctx, o, dir, report.NewProgress(o.quiet))
-	if err != nil {
-		fail(err)
-	}
-	paths, err := r.WriteAll(o.out)
-	if err != nil {
-		fail(err)
-	}
-	fmt.Print(r.Markdown())
-	fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "read:", err)
-	os.Exit(1)
+	report.Main("read", o.out, func(ctx context.Context, dir string) (*report.Report, error) {
+		return run(ctx, o, dir, report.NewProgress(o.quiet))
+	})
 }
