@@ -19,13 +19,14 @@ import (
 	"sync"
 	"time"
 
+	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/discovery"
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/transport/policy"
-	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
 	"uastack.dev/pkg/ua/status"
 )
 
@@ -480,37 +481,29 @@ func sameEntry(a, b *discovery.Server) bool {
 	return string(enc(a)) == string(enc(b))
 }
 
-// fetch asks the server at url for its endpoints over a None channel and, when it lets
-// an anonymous session read it, its ServiceLevel (Part 5 §6.3.34); 0 when it cannot be
-// read, so that a server whose health is unknown is listed after its healthy peers.
+// fetch asks the server at url for its endpoints and, when it lets an anonymous session
+// on a None endpoint read it, its ServiceLevel (Part 5 §6.3.34); 0 when it cannot be read,
+// so that a server whose health is unknown is listed after its healthy peers. The session
+// reuses the endpoints just fetched.
 func fetch(ctx context.Context, endpointURL string) ([]ua.EndpointDescription, byte, error) {
-	u, err := url.Parse(endpointURL)
+	cache := client.NewEndpointCache()
+	eps, err := cache.Get(ctx, endpointURL)
 	if err != nil {
 		return nil, 0, err
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", u.Host)
+	c, err := client.Dial(ctx, endpointURL, client.Security(policy.URINone, ua.MessageSecurityModeNone),
+		client.Anonymous(), client.SessionName("ServiceLevel probe"), client.WithEndpointCache(cache),
+		client.WithBackoff(client.Backoff{Attempts: 1}))
 	if err != nil {
-		return nil, 0, err
+		return eps, 0, nil
 	}
-	conn, err := uacp.Dial(ctx, nc, uacp.ClientConfig{EndpointURL: endpointURL})
-	if err != nil {
-		return nil, 0, err
+	defer c.Close(ctx)
+	dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServiceLevel))
+	if err != nil || dv.Status != status.Good {
+		return eps, 0, nil
 	}
-	ch, err := uasc.Dial(ctx, conn, uasc.ClientConfig{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer ch.Close()
-	resp, err := ch.Request(ctx, &ua.GetEndpointsRequest{RequestHeader: ua.RequestHeader{Timestamp: codec.Now(), TimeoutHint: 10000}, EndpointUrl: endpointURL})
-	if err != nil {
-		return nil, 0, err
-	}
-	ge, ok := resp.(*ua.GetEndpointsResponse)
-	if !ok {
-		return nil, 0, fmt.Errorf("GetEndpoints answered with %T", resp)
-	}
-	return ge.Endpoints, readServiceLevel(ctx, ch, endpointURL), nil
+	level, _ := dv.Value.Value().(byte)
+	return eps, level, nil
 }
 
 // ReloadTrust reads the trusted and issuer stores again now, rather than at the next

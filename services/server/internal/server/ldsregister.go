@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/transport/policy"
@@ -157,26 +158,17 @@ func (r *registrar) registeredServer(online bool) ua.RegisteredServer {
 	}
 }
 
-// discover asks the discovery server for its endpoints over a None channel and picks the
+// discover asks the discovery server for its endpoints and picks the
 // most secure SignAndEncrypt one with a policy we have; its certificate must be trusted
 // by the server's PKI like any peer's.
 func (r *registrar) discover(ctx context.Context) (*ua.EndpointDescription, error) {
-	ch, err := r.dial(ctx, &ua.EndpointDescription{SecurityPolicyUri: policy.URINone, SecurityMode: ua.MessageSecurityModeNone})
+	eps, err := client.GetEndpoints(ctx, r.url)
 	if err != nil {
 		return nil, err
-	}
-	defer ch.Close()
-	resp, err := ch.Request(ctx, &ua.GetEndpointsRequest{RequestHeader: ua.RequestHeader{Timestamp: codec.Now()}, EndpointUrl: r.url})
-	if err != nil {
-		return nil, err
-	}
-	ge, ok := resp.(*ua.GetEndpointsResponse)
-	if !ok {
-		return nil, fmt.Errorf("GetEndpoints answered with %T", resp)
 	}
 	var best *ua.EndpointDescription
-	for i := range ge.Endpoints {
-		ep := &ge.Endpoints[i]
+	for i := range eps {
+		ep := &eps[i]
 		if ep.SecurityMode != ua.MessageSecurityModeSignAndEncrypt {
 			continue
 		}
@@ -200,7 +192,7 @@ func (r *registrar) discover(ctx context.Context) (*ua.EndpointDescription, erro
 	return best, nil
 }
 
-// dial opens a secure channel to the discovery server with ep's security.
+// dial opens a secure channel to the discovery server with ep's (signed) security.
 func (r *registrar) dial(ctx context.Context, ep *ua.EndpointDescription) (*uasc.ClientChannel, error) {
 	u, err := url.Parse(r.url)
 	if err != nil {
@@ -215,9 +207,8 @@ func (r *registrar) dial(ctx context.Context, ep *ua.EndpointDescription) (*uasc
 	if err != nil {
 		return nil, err
 	}
-	cfg := uasc.ClientConfig{PolicyURI: ep.SecurityPolicyUri, Mode: ep.SecurityMode}
-	if ep.SecurityMode != ua.MessageSecurityModeNone {
-		cfg.Certificate, cfg.Key, cfg.ServerCertificate = r.s.cert.Raw, r.s.key, ep.ServerCertificate
-	}
-	return uasc.Dial(ctx, conn, cfg)
+	return uasc.Dial(ctx, conn, uasc.ClientConfig{
+		PolicyURI: ep.SecurityPolicyUri, Mode: ep.SecurityMode,
+		Certificate: r.s.cert.Raw, Key: r.s.key, ServerCertificate: ep.ServerCertificate,
+	})
 }
