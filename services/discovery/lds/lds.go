@@ -236,7 +236,7 @@ func (s *Service) handle(ctx context.Context, req uasc.Request) {
 		}
 		s.respond(req, resp)
 	default:
-		h := requestHeaderOf(req.Message)
+		h := ua.RequestHeaderOf(req.Message)
 		s.respond(req, &ua.ServiceFault{ResponseHeader: header(h, status.BadServiceUnsupported, now)})
 	}
 }
@@ -264,18 +264,6 @@ func configurationResults(cfgs []codec.ExtensionObject) []status.Code {
 	return out
 }
 
-// requestHeaderOf decodes the RequestHeader at the front of any request's encoding.
-func requestHeaderOf(msg codec.Structure) ua.RequestHeader {
-	var h ua.RequestHeader
-	e := codec.NewEncoder(nil)
-	msg.EncodeBinary(e)
-	d := codec.NewDecoder(e.Bytes())
-	h.DecodeBinary(d)
-	if d.Err() != nil || e.Err() != nil {
-		return ua.RequestHeader{}
-	}
-	return h
-}
 
 // endpointsKey returns the cache key GetEndpoints answers for: the registered server one
 // of whose discovery URLs has the port and path of url, or the service itself.

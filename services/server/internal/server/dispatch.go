@@ -78,7 +78,7 @@ func (s *Server) handle(ctx context.Context, req uasc.Request) {
 	case *ua.SetTriggeringRequest:
 		s.respond(req, s.setTriggering(req.Channel, m))
 	default:
-		s.respond(req, s.fault(requestHeaderOf(req.Message), status.BadServiceUnsupported))
+		s.respond(req, s.fault(ua.RequestHeaderOf(req.Message), status.BadServiceUnsupported))
 	}
 }
 
@@ -196,23 +196,6 @@ func (s *Server) fault(h ua.RequestHeader, code status.Code) *ua.ServiceFault {
 	return &ua.ServiceFault{ResponseHeader: s.header(h, code)}
 }
 
-// requestHeaderOf returns the RequestHeader of any request: every service request starts
-// with one (Part 4 §7.32), so it is decoded from the front of the message's encoding.
-// Only unsupported services take this path.
-func requestHeaderOf(msg codec.Structure) ua.RequestHeader {
-	var h ua.RequestHeader
-	e := codec.NewEncoder(nil)
-	msg.EncodeBinary(e)
-	if e.Err() != nil {
-		return h
-	}
-	d := codec.NewDecoder(e.Bytes())
-	h.DecodeBinary(d)
-	if d.Err() != nil {
-		return ua.RequestHeader{}
-	}
-	return h
-}
 
 // codeOf returns the status.Code an error carries, or def.
 func codeOf(err error, def status.Code) status.Code {
