@@ -499,10 +499,15 @@ func Thumbprint(c *x509.Certificate) string {
 	return strings.ToUpper(hex.EncodeToString(h[:]))
 }
 
-// fileName returns "<CN> [<thumbprint>].der" with the CN made safe for a
-// file name.
+// fileName returns the store file name of c (StoreFileName).
 func fileName(c *x509.Certificate) string {
-	cn := c.Subject.CommonName
+	return StoreFileName(c.Subject.CommonName, Thumbprint(c))
+}
+
+// StoreFileName is the name a certificate with common name cn and thumbprint gets in the
+// stores, own/ and rejected/ included: "<CN> [<thumbprint>].der", the CN made safe for a
+// file name. Tools that tell a user which file to move use it too.
+func StoreFileName(cn, thumbprint string) string {
 	if cn == "" {
 		cn = "unnamed"
 	}
@@ -516,7 +521,7 @@ func fileName(c *x509.Certificate) string {
 	if len(cn) > 64 {
 		cn = cn[:64]
 	}
-	return cn + " [" + Thumbprint(c) + "].der"
+	return cn + " [" + thumbprint + "].der"
 }
 
 // debugEnabled avoids building log attributes when debug logging is off.

@@ -179,7 +179,7 @@ func (e *env) moveCert(arg, from, to string) error {
 	if err := os.MkdirAll(toDir, 0o700); err != nil {
 		return err
 	}
-	dst := filepath.Join(toDir, certFileName(cert.Subject.CommonName, pki.Thumbprint(cert)))
+	dst := filepath.Join(toDir, pki.StoreFileName(cert.Subject.CommonName, pki.Thumbprint(cert)))
 	if err := os.WriteFile(dst, cert.Raw, 0o600); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (e *env) explain(err error) string {
 	var ve *pki.ValidationError
 	if errors.As(err, &ve) && ve.Code == status.BadCertificateUntrusted {
 		// uacli's own check of the server certificate.
-		file := filepath.Join(e.g.pkiDir, "rejected", "certs", certFileName(commonName(ve.Subject), ve.Thumbprint))
+		file := filepath.Join(e.g.pkiDir, "rejected", "certs", pki.StoreFileName(commonName(ve.Subject), ve.Thumbprint))
 		return fmt.Sprintf("%s: uacli does not trust the server's certificate %s (%s).\n"+
 			"  It was copied to %s.\n"+
 			"  If that is the server you meant (compare the thumbprint with the server's own), trust it with:\n"+
@@ -53,7 +53,7 @@ func (e *env) explain(err error) string {
 	switch code {
 	case status.BadSecurityChecksFailed, status.BadCertificateUntrusted:
 		if e.own != nil && e.usedSecurity() {
-			name := certFileName(e.own.Subject.CommonName, pki.Thumbprint(e.own))
+			name := pki.StoreFileName(e.own.Subject.CommonName, pki.Thumbprint(e.own))
 			return fmt.Sprintf("%s: the server refused the secure channel; most likely it does not trust uacli's certificate %s.\n"+
 				"  On the server, move %s to pki/trusted/certs (pki: the server's PKI folder, security.pkiDir)\n"+
 				"  (uacli's copy is in %s; `uacli cert list` shows it).",
@@ -74,7 +74,7 @@ func (e *env) explain(err error) string {
 			if certs, err := readCertFile(e.g.certFile); err == nil {
 				// The server takes certificates but refused this one: most often
 				// it is not in its trust list.
-				name := certFileName(certs[0].Subject.CommonName, pki.Thumbprint(certs[0]))
+				name := pki.StoreFileName(certs[0].Subject.CommonName, pki.Thumbprint(certs[0]))
 				return fmt.Sprintf("%s: the server refused the user certificate %s; most likely it does not trust it.\n"+
 					"  On the server, move %s to pki/trusted/certs (pki: the server's PKI folder, security.pkiDir)",
 					head, pki.Thumbprint(certs[0]), shellQuote("pki/rejected/certs/"+name))
@@ -136,23 +136,6 @@ func commonName(dn string) string {
 	return ""
 }
 
-// certFileName is the file name pkg/pki gives a certificate in its stores:
-// "<CN> [<thumbprint>].der".
-func certFileName(cn, thumbprint string) string {
-	if cn == "" {
-		cn = "unnamed"
-	}
-	cn = strings.Map(func(r rune) rune {
-		if r < 0x20 || strings.ContainsRune(`/\:*?"<>|`, r) {
-			return '_'
-		}
-		return r
-	}, cn)
-	if len(cn) > 64 {
-		cn = cn[:64]
-	}
-	return cn + " [" + thumbprint + "].der"
-}
 
 func shellQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t'\"\\$`;&|<>()*?[]#~") {
