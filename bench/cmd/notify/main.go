@@ -29,8 +29,6 @@ import (
 	"uastack.dev/bench/internal/report"
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/transport/policy"
-	"uastack.dev/pkg/ua"
 )
 
 // options are the command's flags.
@@ -99,15 +97,9 @@ type result struct {
 
 // run starts the server, sets the sessions up and measures one window.
 func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error) {
-	var pol string
-	var mode ua.MessageSecurityMode
-	switch strings.ToLower(o.security) {
-	case "basic256sha256":
-		pol, mode = policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt
-	case "none":
-		pol, mode = policy.URINone, ua.MessageSecurityModeNone
-	default:
-		return nil, fmt.Errorf("unknown -security %q", o.security)
+	pol, mode, err := load.SecurityOf(o.security)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "uastack-notify")
 	if err != nil {

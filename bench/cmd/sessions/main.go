@@ -33,7 +33,6 @@ import (
 	"uastack.dev/bench/internal/report"
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 )
 
@@ -93,15 +92,8 @@ func main() {
 }
 
 // securityOf maps the -security flag to a policy and mode.
-func securityOf(name string) (string, ua.MessageSecurityMode, error) {
-	switch strings.ToLower(name) {
-	case "basic256sha256":
-		return policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt, nil
-	case "none":
-		return policy.URINone, ua.MessageSecurityModeNone, nil
-	}
-	return "", 0, fmt.Errorf("unknown -security %q", name)
-}
+var securityOf = load.SecurityOf
+
 
 // run measures every count of o and returns the report (nil only if nothing ran).
 func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -353,3 +354,15 @@ func (s *Session) Err() error { return s.ch.Err() }
 // Close closes the channel without closing the session: the server's own cleanup is not
 // what the load suites measure.
 func (s *Session) Close() { s.ch.Close() }
+
+// SecurityOf maps a suite's -security flag ("Basic256Sha256", meaning SignAndEncrypt, or
+// "None", any case) to a policy URI and mode.
+func SecurityOf(name string) (string, ua.MessageSecurityMode, error) {
+	switch strings.ToLower(name) {
+	case "basic256sha256":
+		return policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt, nil
+	case "none":
+		return policy.URINone, ua.MessageSecurityModeNone, nil
+	}
+	return "", 0, fmt.Errorf("unknown -security %q", name)
+}
