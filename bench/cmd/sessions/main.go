@@ -94,7 +94,6 @@ func main() {
 // securityOf maps the -security flag to a policy and mode.
 var securityOf = load.SecurityOf
 
-
 // run measures every count of o and returns the report (nil only if nothing ran).
 func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error) {
 	pol, mode, err := securityOf(o.security)
