@@ -91,9 +91,12 @@ type Service struct {
 	cache    *discovery.Cache
 	now      func() time.Time
 
-	mu   sync.Mutex // guards regs
+	mu   sync.Mutex // guards regs, byAddress
 	regs map[string]*registration
-	wg   sync.WaitGroup // counts fetches
+	// byAddress finds the registration a GetEndpoints is about: the port and path of
+	// each registered discovery URL (addressOf), to its registration key.
+	byAddress map[string]string
+	wg        sync.WaitGroup // counts fetches
 }
 
 // registration is one registered server.
@@ -126,7 +129,7 @@ func New(cfg Config) (*Service, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("application certificate: %w", err)
 	}
-	s := &Service{cfg: cfg, log: log, pki: p, cert: cert, cache: discovery.NewCache(), now: time.Now, regs: make(map[string]*registration)}
+	s := &Service{cfg: cfg, log: log, pki: p, cert: cert, cache: discovery.NewCache(), now: time.Now, regs: make(map[string]*registration), byAddress: make(map[string]string)}
 	sec := []uasc.SecurityConfig{
 		{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone},
 		{PolicyURI: policy.URIBasic256Sha256, Mode: ua.MessageSecurityModeSign},
@@ -268,22 +271,52 @@ func configurationResults(cfgs []codec.ExtensionObject) []status.Code {
 // endpointsKey returns the cache key GetEndpoints answers for: the registered server one
 // of whose discovery URLs has the port and path of url, or the service itself.
 func (s *Service) endpointsKey(endpointURL string) string {
-	want, err := url.Parse(endpointURL)
-	if err != nil {
+	a, ok := addressOf(endpointURL)
+	if !ok {
 		return selfKey
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for key, r := range s.regs {
-		for _, d := range r.server.DiscoveryUrls {
-			if u, err := url.Parse(d); err == nil && u.Port() == want.Port() && strings.TrimSuffix(u.Path, "/") == strings.TrimSuffix(want.Path, "/") {
-				if _, ok := s.cache.Get(key); ok {
-					return key
-				}
-			}
-		}
+	if key, ok := s.byAddress[a]; ok {
+		return key
 	}
 	return selfKey
+}
+
+// addressOf is what identifies a discovery URL whatever host name the caller used: its
+// port and path.
+func addressOf(rawURL string) (string, bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", false
+	}
+	return u.Port() + strings.TrimSuffix(u.Path, "/"), true
+}
+
+// setLocked keeps reg under key with the discovery URLs it now names.
+func (s *Service) setLocked(key string, reg *registration) {
+	s.unindexLocked(key)
+	s.regs[key] = reg
+	for _, d := range reg.server.DiscoveryUrls {
+		if a, ok := addressOf(d); ok {
+			s.byAddress[a] = key
+		}
+	}
+}
+
+// removeLocked forgets the registration under key.
+func (s *Service) removeLocked(key string) {
+	s.unindexLocked(key)
+	delete(s.regs, key)
+	s.cache.Remove(key)
+}
+
+func (s *Service) unindexLocked(key string) {
+	for a, k := range s.byAddress {
+		if k == key {
+			delete(s.byAddress, a)
+		}
+	}
 }
 
 // registrationKey identifies a registration: its ServerUri and first discovery URL, so
@@ -331,8 +364,7 @@ func (s *Service) register(ch *uasc.ServerChannel, r ua.RegisteredServer) status
 	defer s.mu.Unlock()
 	if !r.IsOnline {
 		if _, ok := s.regs[key]; ok {
-			delete(s.regs, key)
-			s.cache.Remove(key)
+			s.removeLocked(key)
 			s.log.Info("server unregistered", "serverUri", r.ServerUri, "url", r.DiscoveryUrls[0])
 		}
 		return status.Good
@@ -340,10 +372,10 @@ func (s *Service) register(ch *uasc.ServerChannel, r ua.RegisteredServer) status
 	reg, ok := s.regs[key]
 	if !ok {
 		reg = &registration{}
-		s.regs[key] = reg
 		s.log.Info("server registered", "serverUri", r.ServerUri, "url", r.DiscoveryUrls[0])
 	}
 	reg.server = r
+	s.setLocked(key, reg)
 	reg.expires = s.now().Add(s.cfg.RegistrationTimeout)
 	if reg.entry == nil {
 		// Listed at once from what it told; endpoints and ServiceLevel follow the fetch.
@@ -411,8 +443,7 @@ func (s *Service) sweep() {
 			gone = true
 		}
 		if gone {
-			delete(s.regs, key)
-			s.cache.Remove(key)
+			s.removeLocked(key)
 			s.log.Info("registration expired", "serverUri", r.server.ServerUri, "url", r.server.DiscoveryUrls[0])
 			continue
 		}
