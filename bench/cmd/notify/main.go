@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"uastack.dev/bench/internal/load"
+	"uastack.dev/bench/internal/proc"
 	"uastack.dev/bench/internal/report"
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/codec"
@@ -272,7 +273,7 @@ func measure(ctx context.Context, o options, tgt *load.Target, srv *uaserver.Ser
 	res.delivered, res.window, res.cycles = n1-n0, t1.Sub(t0), y1-y0
 	res.serverCPU, res.clientCPU, res.serverRSS = u1.CPU-u0.CPU, c1-c0, u1.RSS
 	res.pubFailures = int(failures.Load())
-	res.loadAvg, _ = load.LoadAverage()
+	res.loadAvg, _ = proc.LoadAverage()
 	stopPub()
 	for _, s := range sessions {
 		s.Close()

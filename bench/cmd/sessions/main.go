@@ -356,7 +356,7 @@ func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserve
 	if res.up, err = load.ProcUsage(srv.Pid()); err != nil {
 		return nil, err
 	}
-	res.loadSetup, _ = load.LoadAverage()
+	res.loadSetup, _ = proc.LoadAverage()
 
 	// Idle: keep-alives only.
 	prog.Stage(fmt.Sprintf("N=%d idle", n))
@@ -390,7 +390,7 @@ func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserve
 	if res.steady, err = load.ProcUsage(srv.Pid()); err != nil {
 		return nil, err
 	}
-	res.loadSteady, _ = load.LoadAverage()
+	res.loadSteady, _ = proc.LoadAverage()
 	// The last value is due within one publishing interval; allow three.
 	sleep(ctx, 3*o.interval)
 	counting.Store(false)

@@ -81,3 +81,35 @@ func (m *Meter) now() (time.Duration, error) {
 	}
 	return CPUTime(m.pid)
 }
+
+// RSS reads the resident set size of process pid (VmRSS of /proc/<pid>/status) in bytes.
+func RSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("proc: VmRSS %q: %w", v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("proc: no VmRSS for process %d", pid)
+}
+
+// LoadAverage returns the machine's one-minute load average (/proc/loadavg): on a shared
+// machine it says how much else competed for the cores during a measurement.
+func LoadAverage() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("proc: empty /proc/loadavg")
+	}
+	return strconv.ParseFloat(f[0], 64)
+}
