@@ -2,11 +2,13 @@ package clienttest
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,10 +19,11 @@ import (
 	"uastack.dev/services/server/internal/server"
 )
 
-// runAt runs a server on addr with a PKI of its own (a fresh certificate) that trusts the
-// test client, until the returned stop is called; it returns the server's certificate
-// folder.
-func runAt(t *testing.T, addr string) (ownDir string, stop func()) {
+// runAt runs a server on addr (port 0: any) with a PKI of its own (a fresh certificate)
+// that trusts the test client, until the returned stop is called; it returns the
+// server's certificate folder and its bound address. A port just freed may be taken for
+// a moment by another test's outgoing connection: binding is retried for 10 s.
+func runAt(t *testing.T, addr string) (ownDir string, stop func(), bound string) {
 	t.Helper()
 	id := testIdentities(t)
 	dir := filepath.Join(t.TempDir(), "pki")
@@ -34,17 +37,33 @@ func runAt(t *testing.T, addr string) (ownDir string, stop func()) {
 	cfg.Application.ApplicationURI = "urn:127.0.0.1:uastack:clienttest"
 	cfg.Security.PKIDir = dir
 	require.NoError(t, cfg.Validate())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan net.Addr, 1)
-	go func() {
-		done <- server.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(a net.Addr) { ready <- a })
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("server did not start: %v", err)
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+		done   chan error
+	)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ctx, cancel = context.WithCancel(context.Background())
+		done = make(chan error, 1)
+		ready := make(chan net.Addr, 1)
+		run := *cfg // Run writes the bound port into its configuration
+		go func() {
+			done <- server.Run(ctx, &run, slog.New(slog.NewTextHandler(io.Discard, nil)), func(a net.Addr) { ready <- a })
+		}()
+		var err error
+		select {
+		case a := <-ready:
+			bound = a.String()
+		case err = <-done:
+			cancel()
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			t.Fatalf("server did not start: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	stopped := false
 	stop = func() {
@@ -55,7 +74,7 @@ func runAt(t *testing.T, addr string) (ownDir string, stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	return filepath.Join(dir, "own", "certs"), stop
+	return filepath.Join(dir, "own", "certs"), stop, bound
 }
 
 // TestEndpointCacheFollowsANewCertificate: a client that cached a server's endpoints
@@ -64,12 +83,7 @@ func runAt(t *testing.T, addr string) (ownDir string, stop func()) {
 // again, checks the new certificate against its trust store and connects. A new
 // certificate the client does not trust is refused.
 func TestEndpointCacheFollowsANewCertificate(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	firstOwn, stopFirst := runAt(t, addr)
+	firstOwn, stopFirst, addr := runAt(t, "127.0.0.1:0")
 	trust := clientTrust(t, firstOwn)
 	cache := client.NewEndpointCache()
 	sec := securities[1] // Basic256Sha256 SignAndEncrypt
@@ -83,7 +97,7 @@ func TestEndpointCacheFollowsANewCertificate(t *testing.T) {
 	stopFirst()
 
 	// Back with a new certificate the client does not trust yet: refused, nothing cached.
-	secondOwn, _ := runAt(t, addr)
+	secondOwn, _, _ := runAt(t, addr)
 	_, err = client.Dial(ctx, "opc.tcp://"+addr, opts...)
 	require.Error(t, err)
 
