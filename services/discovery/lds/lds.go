@@ -267,7 +267,6 @@ func configurationResults(cfgs []codec.ExtensionObject) []status.Code {
 	return out
 }
 
-
 // endpointsKey returns the cache key GetEndpoints answers for: the registered server one
 // of whose discovery URLs has the port and path of url, or the service itself.
 func (s *Service) endpointsKey(endpointURL string) string {

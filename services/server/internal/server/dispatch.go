@@ -196,7 +196,6 @@ func (s *Server) fault(h ua.RequestHeader, code status.Code) *ua.ServiceFault {
 	return &ua.ServiceFault{ResponseHeader: s.header(h, code)}
 }
 
-
 // codeOf returns the status.Code an error carries, or def.
 func codeOf(err error, def status.Code) status.Code {
 	var c status.Code
