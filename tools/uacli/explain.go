@@ -136,7 +136,6 @@ func commonName(dn string) string {
 	return ""
 }
 
-
 func shellQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t'\"\\$`;&|<>()*?[]#~") {
 		return s
