@@ -313,12 +313,20 @@ func TestSubscriptionReconnectRepublish(t *testing.T) {
 			require.GreaterOrEqual(t, cuts, 4)
 			rec.waitFor(t, n, 15*time.Second)
 			require.Equal(t, sequence(n), rec.values(), "every value once, in order")
-			require.Equal(t, sess, c.SessionID(), "the session was re-activated, not replaced")
 			st := sub.Stats()
 			require.Zero(t, st.Lost)
 			require.Zero(t, st.Dropped)
-			require.Zero(t, st.Transferred)
 			require.Zero(t, st.Recreated)
+			if c.SessionID() == sess {
+				require.Zero(t, st.Transferred, "the session was re-activated, not replaced")
+			} else {
+				// The cut at 81 fell after the server answered the re-activation that followed
+				// the cut at 80 and before the answer arrived: the client never saw the new
+				// server nonce, its next signature fails, and it must start a session and take
+				// the subscription over. Single cuts re-activate (TestReconnect).
+				require.Positive(t, st.Transferred, "a replaced session takes the subscription over")
+				t.Logf("re-activation lost its answer to the second cut; the subscription was transferred")
+			}
 			t.Logf("stats: %+v", st)
 		})
 	}
