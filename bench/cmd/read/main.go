@@ -5,7 +5,7 @@
 // servers (gopcua's, node-opcua's). Each server is its own process, so that its CPU time
 // per Read is its own.
 //
-//	go run ./bench/cmd/read [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-sweep 1,2,5,10] [-out bench/out]
+//	go run ./bench/cmd/read [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-sweep 1,2,5,10] [-set key=value] [-out bench/out]
 package main
 
 import (
@@ -30,6 +30,7 @@ type options struct {
 	peers       string // comma-separated: gopcua, node-opcua
 	sweep       []int  // client counts for the scaling chart; empty for none
 	quiet       bool
+	sets        []string // extra --set key=value for the uastack server
 }
 
 func parse(args []string) (options, error) {
@@ -44,6 +45,10 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "bench/out", "directory for read.md, read.json, read-sweep.svg")
 	fs.StringVar(&o.peers, "peers", "gopcua,node-opcua", "peer servers to measure too (comma-separated; empty for none)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.Func("set", "extra key=value for the uastack server's configuration (repeatable), e.g. observability.metricsAddr=127.0.0.1:6060 to profile it", func(s string) error {
+		o.sets = append(o.sets, s)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -79,10 +79,11 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		return nil, err
 	}
 	inflight := max(o.clients, slices.Max(append(o.sweep, 1))) * o.outstanding
-	srv, err := uaserver.Start(ctx, bin, dir, ident,
+	sets := append([]string{
 		// Every round dials fresh sessions; room for all of them in case closes lag.
-		"limits.maxSessionCount="+strconv.Itoa(4*max(o.clients, slices.Max(append(o.sweep, 1)))*(o.rounds+len(o.sweep))+100),
-		"limits.maxQueuedRequestCount="+strconv.Itoa(2*inflight+100))
+		"limits.maxSessionCount=" + strconv.Itoa(4*max(o.clients, slices.Max(append(o.sweep, 1)))*(o.rounds+len(o.sweep))+100),
+		"limits.maxQueuedRequestCount=" + strconv.Itoa(2*inflight+100)}, o.sets...)
+	srv, err := uaserver.Start(ctx, bin, dir, ident, sets...)
 	if err != nil {
 		return nil, err
 	}
