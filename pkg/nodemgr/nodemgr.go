@@ -76,6 +76,10 @@ type ReadOp struct {
 	Timestamps ua.TimestampsToReturn
 	Items      []ua.ReadValueId
 	Results    []codec.DataValue
+	// Now is the time of the read, for ServerTimestamps: the server passes the time the
+	// request arrived, so that a manager answering at once need not read the clock. Zero
+	// means unknown; read the clock.
+	Now codec.DateTime
 }
 
 // Reader answers reads.

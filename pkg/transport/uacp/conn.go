@@ -81,6 +81,8 @@ type Conn struct {
 	// and ChunkBuffered can tell whether the next one is here; read side only, made by
 	// the first ReadChunk (the handshake reads exactly what it needs from nc).
 	r *bufio.Reader
+	// in is what r reads from: nc, noting when each read returned data.
+	in stampedReader
 
 	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs
 	wscratch [][]byte
@@ -303,7 +305,10 @@ func (c *Conn) readHandshake(ctx context.Context, want ...MessageType) (Message,
 type Chunk struct {
 	Header Header
 	Bytes  []byte
-	pool   *Pool
+	// Received is when the read that completed the chunk returned: one clock reading
+	// per system call, shared by every chunk it brought.
+	Received time.Time
+	pool     *Pool
 }
 
 // Body returns the bytes after the eight-byte header.
@@ -318,10 +323,14 @@ func (ch *Chunk) Release() {
 	ch.Bytes, ch.pool = nil, nil
 }
 
-// ReleaseZeroed zeroes the buffer, then releases it: for chunks decrypted in place.
+// ReleaseZeroed zeroes the buffer, then releases it: for chunks decrypted in place. Only
+// the chunk's own bytes are zeroed (its Header.Size, however Bytes was resliced): nothing
+// else of the buffer was written since it left the pool.
 func (ch *Chunk) ReleaseZeroed() {
 	if ch.pool != nil && ch.Bytes != nil {
-		ch.pool.PutZeroed(ch.Bytes)
+		b := ch.Bytes[:cap(ch.Bytes)]
+		clear(b[:min(max(int(ch.Header.Size), len(ch.Bytes)), len(b))])
+		ch.pool.Put(b)
 	}
 	ch.Bytes, ch.pool = nil, nil
 }
@@ -342,7 +351,8 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.readTimeout))
 	}
 	if c.r == nil {
-		c.r = bufio.NewReaderSize(c.nc, readAhead)
+		c.in.nc = c.nc
+		c.r = bufio.NewReaderSize(&c.in, readAhead)
 	}
 	if _, err := io.ReadFull(c.r, c.hdr[:]); err != nil {
 		return Chunk{}, c.fail(readError("reading chunk header", err))
@@ -368,7 +378,21 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 		c.pool.Put(b)
 		return Chunk{}, c.fail(readError("reading chunk body", truncated(err)))
 	}
-	return Chunk{Header: h, Bytes: b, pool: c.pool}, nil
+	return Chunk{Header: h, Bytes: b, Received: c.in.at, pool: c.pool}, nil
+}
+
+// stampedReader reads from nc and keeps the time of the last read that returned data.
+type stampedReader struct {
+	nc net.Conn
+	at time.Time
+}
+
+func (r *stampedReader) Read(p []byte) (int, error) {
+	n, err := r.nc.Read(p)
+	if n > 0 {
+		r.at = time.Now()
+	}
+	return n, err
 }
 
 // readAhead is the size of a connection's read-ahead buffer: a few dozen typical requests.

@@ -536,3 +536,20 @@ func TestWriteChunksValidates(t *testing.T) {
 	require.ErrorIs(t, c.WriteChunks(good), status.BadConnectionClosed)
 	require.ErrorIs(t, c.SendError(status.BadTimeout, ""), status.BadConnectionClosed)
 }
+
+// TestChunkReceivedTime checks that a chunk carries the time of the read that brought it.
+func TestChunkReceivedTime(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, ServerConfig{})
+	c, err := dial(t, s.addr, ClientConfig{})
+	require.NoError(t, err)
+	defer c.Close()
+	before := time.Now()
+	require.NoError(t, c.WriteChunks(msgChunk(TypeMessage, ChunkFinal, 16)))
+	ch, err := c.ReadChunk() // the server echoes it
+	after := time.Now()
+	require.NoError(t, err)
+	defer ch.Release()
+	require.False(t, ch.Received.Before(before), "received %v, written %v", ch.Received, before)
+	require.False(t, ch.Received.After(after), "received %v, returned %v", ch.Received, after)
+}

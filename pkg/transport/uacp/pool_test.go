@@ -63,3 +63,18 @@ func TestPoolNoAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// TestReleaseZeroedClearsTheChunk checks that a released chunk leaves no byte of its own
+// in the buffer, even when Bytes was resliced shorter, and leaves the rest alone.
+func TestReleaseZeroedClearsTheChunk(t *testing.T) {
+	var p Pool
+	b := p.Get(100)
+	for i := range b[:cap(b)] {
+		b[:cap(b)][i] = 0xAA
+	}
+	ch := Chunk{Header: Header{Size: 100}, Bytes: b[:40], pool: &p}
+	ch.ReleaseZeroed()
+	require.Nil(t, ch.Bytes)
+	require.Equal(t, make([]byte, 100), b[:100], "the chunk's bytes are zeroed")
+	require.Equal(t, byte(0xAA), b[:cap(b)][100], "bytes it never held are not touched")
+}

@@ -162,7 +162,7 @@ func BenchmarkReceivePath(b *testing.B) {
 				for _, ch := range chunks {
 					w := work[:len(ch)]
 					copy(w, ch)
-					reqID, body, _, err := sv.openSym(w)
+					reqID, body, _, err := sv.openSym(w, sv.now())
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -216,7 +216,7 @@ func BenchmarkSymmetricChunk64KiB(b *testing.B) {
 			b.Fatal(err)
 		}
 		sv.recvSeq = cl.sendSeq - 1
-		if _, _, _, err := sv.openSym(buf[:n]); err != nil {
+		if _, _, _, err := sv.openSym(buf[:n], sv.now()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -74,6 +74,7 @@ type channel struct {
 	recvToks   []*token // accepted tokens, oldest first
 	asm        assembler
 	now        func() time.Time
+	realClock  bool // now is time.Now, so a chunk's Received time may stand for it
 }
 
 func (c *channel) signed() bool {
@@ -323,4 +324,13 @@ func statusOf(err error) status.Code {
 		return ue.Code
 	}
 	return status.BadSecurityChecksFailed
+}
+
+// timeOf returns the time to check ch against: when it was read, which costs no clock
+// reading of its own, unless the channel runs on a configured clock.
+func (c *channel) timeOf(ch *uacp.Chunk) time.Time {
+	if c.realClock && !ch.Received.IsZero() {
+		return ch.Received
+	}
+	return c.now()
 }

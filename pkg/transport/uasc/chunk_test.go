@@ -68,7 +68,7 @@ func TestSymmetricChunkWire(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wire, b[:n])
 
-	reqID, body, tok, err := c.openSym(wire)
+	reqID, body, tok, err := c.openSym(wire, c.now())
 	require.NoError(t, err)
 	require.Equal(t, uint32(9), reqID)
 	require.Equal(t, []byte("abc"), body)
@@ -107,16 +107,16 @@ func TestSequenceNumbers(t *testing.T) {
 	sv.recvSeq, sv.recvSeqSet = seqWrapAfter-2, true
 	for range 4 {
 		chunks := sealedChunks(t, cl, 10)
-		_, _, _, err := sv.openSym(chunks[0])
+		_, _, _, err := sv.openSym(chunks[0], sv.now())
 		require.NoError(t, err)
 	}
 	require.Equal(t, uint32(2), sv.recvSeq)
 	// A replayed chunk after the wrap is refused.
 	chunks := sealedChunks(t, cl, 10)
 	replay := append([]byte(nil), chunks[0]...)
-	_, _, _, err := sv.openSym(chunks[0])
+	_, _, _, err := sv.openSym(chunks[0], sv.now())
 	require.NoError(t, err)
-	_, _, _, err = sv.openSym(replay)
+	_, _, _, err = sv.openSym(replay, sv.now())
 	require.ErrorIs(t, err, status.BadSequenceNumberInvalid)
 }
 
@@ -133,7 +133,7 @@ func TestPreviousToken(t *testing.T) {
 
 	send := func() error {
 		chunks := sealedChunks(t, cl, 10)
-		_, _, _, err := sv.openSym(chunks[0])
+		_, _, _, err := sv.openSym(chunks[0], sv.now())
 		return err
 	}
 	now = now.Add(74 * time.Second) // past the lifetime, within 25% more

@@ -84,7 +84,7 @@ func dial(ctx context.Context, c *uacp.Conn, cfg ClientConfig) (*ClientChannel, 
 	cc.conn, cc.neg, cc.pool, cc.role, cc.pol, cc.mode = c, c.Negotiated(), uacp.DefaultPool, policy.Client, p, cfg.Mode
 	cc.now = cfg.Now
 	if cc.now == nil {
-		cc.now = time.Now
+		cc.now, cc.realClock = time.Now, true
 	}
 	cc.asm = assembler{maxSize: cc.neg.MaxReceiveMessageSize, maxChunks: cc.neg.MaxReceiveChunkCount}
 	if !none {
@@ -295,7 +295,7 @@ func (cc *ClientChannel) readLoop() {
 }
 
 func (cc *ClientChannel) message(ch *uacp.Chunk) error {
-	reqID, body, _, err := cc.openSym(ch.Bytes)
+	reqID, body, _, err := cc.openSym(ch.Bytes, cc.timeOf(ch))
 	if err != nil {
 		return err
 	}

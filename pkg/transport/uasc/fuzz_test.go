@@ -91,7 +91,7 @@ func FuzzReassemble(f *testing.F) {
 			if int(h.Size) != len(ch) || h.Type != uacp.TypeMessage {
 				break // uacp.ReadChunk frames and filters these
 			}
-			reqID, b, _, err := c.openSym(ch)
+			reqID, b, _, err := c.openSym(ch, c.now())
 			if err == nil {
 				var done, aborted bool
 				var msg []byte

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
@@ -115,8 +116,8 @@ func (a *assembler) reset() {
 
 // openSym checks a symmetric chunk in place (Part 6 §6.7.2, §6.7.6): SecureChannelId,
 // TokenId, signature and decryption, padding, sequence number. It returns the request id
-// and the body, which aliases b.
-func (c *channel) openSym(b []byte) (requestID uint32, body []byte, tok *token, err error) {
+// and the body, which aliases b. now is the time the token's lifetime is checked against.
+func (c *channel) openSym(b []byte, now time.Time) (requestID uint32, body []byte, tok *token, err error) {
 	if len(b) < symBodyOffset {
 		return 0, nil, nil, fmt.Errorf("uasc: chunk of %d bytes: %w", len(b), status.BadDecodingError)
 	}
@@ -129,7 +130,7 @@ func (c *channel) openSym(b []byte) (requestID uint32, body []byte, tok *token, 
 			tok = t
 		}
 	}
-	if tok == nil || tok.expired(c.now()) {
+	if tok == nil || tok.expired(now) {
 		return 0, nil, nil, fmt.Errorf("uasc: TokenId %d unknown or expired: %w", tokenID, status.BadSecureChannelTokenUnknown)
 	}
 	end := len(b)

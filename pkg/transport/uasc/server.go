@@ -120,6 +120,10 @@ type Request struct {
 	Message codec.Structure
 	// Channel is the channel the request arrived on.
 	Channel *ServerChannel
+	// Received is when the request's last chunk was read (the server's configured clock
+	// when it has one). A handler that answers at once may use it as the current time
+	// and save a clock reading.
+	Received time.Time
 }
 
 // Recycle hands r.Message back to its channel, which decodes a later request of the same
@@ -173,6 +177,8 @@ type Server struct {
 	cert     *x509.Certificate
 	handler  Handler
 	security map[string][]ua.MessageSecurityMode
+	// realClock: cfg.Now was left to time.Now (see channel.timeOf).
+	realClock bool
 
 	mu sync.Mutex // guards live, trustGen
 	// live holds the open channels with a client certificate, for Revalidate. A channel is
@@ -235,7 +241,7 @@ func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
 		s.cfg.Budget = NewBudget(DefaultBudget)
 	}
 	if s.cfg.Now == nil {
-		s.cfg.Now = time.Now
+		s.cfg.Now, s.realClock = time.Now, true
 	}
 	return s, nil
 }
@@ -336,7 +342,7 @@ func (sc *ServerChannel) ClientCertificate() *x509.Certificate { return sc.remot
 // with a nil error. c is closed on return.
 func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 	sc := &ServerChannel{srv: s, done: make(chan struct{})}
-	sc.conn, sc.neg, sc.role, sc.now = c, c.Negotiated(), policy.Server, s.cfg.Now
+	sc.conn, sc.neg, sc.role, sc.now, sc.realClock = c, c.Negotiated(), policy.Server, s.cfg.Now, s.realClock
 	sc.pool = uacp.DefaultPool
 	if s.cfg.UACP.Pool != nil {
 		sc.pool = s.cfg.UACP.Pool
@@ -433,7 +439,7 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 		case uacp.TypeOpen:
 			err = sc.renew(&ch)
 		case uacp.TypeClose:
-			_, _, _, err = sc.openSym(ch.Bytes)
+			_, _, _, err = sc.openSym(ch.Bytes, sc.timeOf(&ch))
 			closed = err == nil
 		default:
 			err = sc.message(ctx, &ch)
@@ -797,7 +803,8 @@ func (sc *ServerChannel) renew(ch *uacp.Chunk) error {
 
 // message handles one MSG chunk.
 func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
-	reqID, body, tok, err := sc.openSym(ch.Bytes)
+	at := sc.timeOf(ch)
+	reqID, body, tok, err := sc.openSym(ch.Bytes, at)
 	if err != nil {
 		return err
 	}
@@ -834,7 +841,7 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 		}
 		return sc.fault(reqID, 0, code)
 	}
-	sc.srv.handler(ctx, Request{RequestID: reqID, Message: m, Channel: sc})
+	sc.srv.handler(ctx, Request{RequestID: reqID, Message: m, Channel: sc, Received: at})
 	return nil
 }
 

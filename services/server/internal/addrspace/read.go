@@ -38,7 +38,10 @@ func (s *Space) Read(_ context.Context, op *nodemgr.ReadOp, done func()) {
 		}
 		return
 	}
-	now := codec.Now()
+	now := op.Now
+	if now == 0 {
+		now = codec.Now()
+	}
 	miss := false
 	s.mu.RLock()
 	for i := range op.Items {

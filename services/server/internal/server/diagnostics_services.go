@@ -132,10 +132,14 @@ func (s *Server) countService(req, resp codec.Structure) {
 		return
 	}
 	c := s.sessions.countersOf(h.AuthenticationToken)
+	c.count(svc, resultOf(resp))
+}
+
+// count counts one answer of service svc with result in c, which may be nil.
+func (c *serviceCounters) count(svc service, result status.Code) {
 	if c == nil {
 		return
 	}
-	result := resultOf(resp)
 	c.total[svcNone].Add(1) // svcNone's slot holds TotalRequestCount
 	if svc != svcNone {
 		c.total[svc].Add(1)

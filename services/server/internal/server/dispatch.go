@@ -183,11 +183,26 @@ func (s *Server) respond(req uasc.Request, msg codec.Structure) {
 
 // header returns the ResponseHeader answering h with result.
 func (s *Server) header(h ua.RequestHeader, result status.Code) ua.ResponseHeader {
+	return headerAt(h, result, s.now())
+}
+
+// headerAt returns the ResponseHeader answering h with result, sent at t.
+func headerAt(h ua.RequestHeader, result status.Code, t time.Time) ua.ResponseHeader {
 	return ua.ResponseHeader{
-		Timestamp:     codec.DateTimeOf(s.now()),
+		Timestamp:     codec.DateTimeOf(t),
 		RequestHandle: h.RequestHandle,
 		ServiceResult: result,
 	}
+}
+
+// timeOf returns the current time for a request answered at once: the time it was read
+// (microseconds ago, one clock reading shared by the requests of one system call) unless
+// the server runs on a configured clock.
+func (s *Server) timeOf(req uasc.Request) time.Time {
+	if s.realClock && !req.Received.IsZero() {
+		return req.Received
+	}
+	return s.now()
 }
 
 // fault returns a ServiceFault answering h with code (Part 4 §7.33).

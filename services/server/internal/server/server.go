@@ -51,6 +51,7 @@ type Server struct {
 	cfg       *config.Config
 	log       *slog.Logger
 	now       func() time.Time
+	realClock bool // now is time.Now (see timeOf)
 	pki       *pki.PKI
 	cert      *x509.Certificate
 	key       *rsa.PrivateKey
@@ -127,6 +128,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		cfg:        cfg,
 		log:        log,
 		now:        now,
+		realClock:  opts.Now == nil,
 		pki:        p,
 		cert:       cert,
 		key:        key,
@@ -183,7 +185,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
 			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
 		}},
-		Now: now,
+		Now: opts.Now, // nil: the channels may use a chunk's read time as the time
 	}, s.handle)
 	if err != nil {
 		_ = p.Close()

@@ -206,11 +206,15 @@ func (t *sessions) expireLocked() {
 // lookupLocked finds the session of token and refreshes its timeout. An unknown or
 // expired token is BadSessionIdInvalid.
 func (t *sessions) lookupLocked(token codec.NodeId) (*session, status.Code) {
+	return t.lookupAtLocked(token, t.now())
+}
+
+// lookupAtLocked is lookupLocked at time now.
+func (t *sessions) lookupAtLocked(token codec.NodeId, now time.Time) (*session, status.Code) {
 	s, ok := t.byToken[token]
 	if !ok {
 		return nil, status.BadSessionIdInvalid
 	}
-	now := t.now()
 	if now.Sub(s.lastSeen) > s.timeout {
 		t.endLocked(s, false)
 		return nil, status.BadSessionIdInvalid
@@ -250,6 +254,27 @@ func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 		return nil
 	}
 	return &s.diag.counters
+}
+
+// principalAt returns who the activated session of token is, at time now, and the
+// session's service counters (nil when diagnostics are off): one lookup for both.
+func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time) (nodemgr.Principal, *serviceCounters, status.Code) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, code := t.lookupAtLocked(token, now)
+	switch {
+	case code != status.Good:
+		return nodemgr.Principal{}, nil, code
+	case !s.activated:
+		return nodemgr.Principal{}, nil, status.BadSessionNotActivated
+	case s.channelID != channelID:
+		return nodemgr.Principal{}, nil, status.BadSecureChannelIdInvalid
+	}
+	var c *serviceCounters
+	if s.diag != nil {
+		c = &s.diag.counters
+	}
+	return s.principal, c, status.Good
 }
 
 // principal returns who the activated session of token is.

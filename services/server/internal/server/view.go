@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
@@ -28,7 +29,9 @@ func checkCount(n, max int) status.Code {
 // BadNodeIdUnknown and BadAttributeIdInvalid come from the address space.
 func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) {
 	h := m.RequestHeader
-	p, code := s.checkRead(req.Channel, m)
+	// Answered at once: the time the request was read stands for now throughout.
+	now := s.timeOf(req)
+	p, counters, code := s.checkRead(req.Channel, m, now)
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
 		req.Recycle()
@@ -41,12 +44,18 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 		Timestamps: m.TimestampsToReturn,
 		Items:      m.NodesToRead,
 		Results:    slices.Grow(rs.results[:0], len(m.NodesToRead))[:len(m.NodesToRead)],
+		Now:        codec.DateTimeOf(now),
 	}
 	// The Space answers before Read returns, and Respond has encoded the response before
 	// it returns: after that nothing refers to rs, the request or its slices.
 	s.space.Read(ctx, &rs.op, func() {
-		rs.resp = ua.ReadResponse{ResponseHeader: s.header(h, status.Good), Results: rs.op.Results}
-		s.respond(req, &rs.resp)
+		rs.resp = ua.ReadResponse{ResponseHeader: headerAt(h, status.Good, now), Results: rs.op.Results}
+		if s.diag.on() {
+			counters.count(svcRead, status.Good)
+		}
+		if err := req.Respond(&rs.resp); err != nil {
+			s.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+		}
 	})
 	rs.release()
 	req.Recycle()
@@ -79,9 +88,9 @@ func (rs *readState) release() {
 
 // checkRead makes the checks of a Read that come before any node is read: the session,
 // BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRead), MaxAge and
-// TimestampsToReturn. It returns who asks.
-func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest) (nodemgr.Principal, status.Code) {
-	p, code := s.sessions.principal(m.RequestHeader.AuthenticationToken, ch.ID())
+// TimestampsToReturn. It returns who asks and the session's service counters.
+func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest, now time.Time) (nodemgr.Principal, *serviceCounters, status.Code) {
+	p, counters, code := s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now)
 	if code == status.Good {
 		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
 	}
@@ -91,7 +100,7 @@ func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest) (nodemgr.P
 	if code == status.Good && (m.TimestampsToReturn < ua.TimestampsToReturnSource || m.TimestampsToReturn > ua.TimestampsToReturnNeither) {
 		code = status.BadTimestampsToReturnInvalid
 	}
-	return p, code
+	return p, counters, code
 }
 
 // browse answers Browse (Part 4 §5.9.2). When a node has more than
