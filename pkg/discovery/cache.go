@@ -1,5 +1,5 @@
 // Package discovery keeps what FindServers and GetEndpoints answer (Part 4 §5.4.2,
-// §5.4.4) as encoded response messages, so that an answer costs a map lookup and a copy
+// §5.4.4) as encoded response messages, so that an answer costs a lookup and a copy
 // instead of building endpoint, user-token-policy and application descriptions for every
 // caller. A server answers its own discovery services from a Cache; the discovery
 // service answers for itself and for every server registered with it.
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/ua"
@@ -34,23 +35,55 @@ type Server struct {
 	ServiceLevel byte
 }
 
-// maxAnswers bounds the encoded answers a Cache keeps. Keys derive from what callers
-// send (locales, the host they called), so a full cache starts over rather than grow.
-const maxAnswers = 1024
+// maxKept bounds the encoded answers a Cache keeps per server, and for FindServers. Keys
+// derive from what callers send (locales, the host they called), so a full list starts
+// over rather than grow. A list this short is searched faster than a map is hashed.
+const maxKept = 32
 
 // Cache holds the servers a discovery endpoint answers for and their encoded answers.
 // Answers are built on first demand and dropped when a server is set or removed. It is
-// safe for concurrent use.
+// safe for concurrent use; an answer takes no lock: readers load an immutable view of
+// the servers, and changes, which are rare, replace it.
 type Cache struct {
-	mu      sync.RWMutex
-	servers map[string]*Server // by the key given to Set
-	order   []string           // keys in the order of the first Set
-	answers map[answerKey][]byte
-	gen     uint64 // counts changes, so that an answer built before one is not kept
+	mu   sync.Mutex // serialises changes
+	view atomic.Pointer[view]
+}
+
+// view is the servers of a Cache at one generation. It is not changed once published,
+// except for the answer lists, which are replaced whole.
+type view struct {
+	servers map[string]*entry // by the key given to Set
+	order   []string          // keys in the order of the first Set
+	found   atomic.Pointer[[]kept]
+}
+
+// entry is a server and its GetEndpoints answers: one lookup finds both.
+type entry struct {
+	srv     *Server
+	answers atomic.Pointer[[]kept]
+}
+
+// kept is an encoded answer and what it answers.
+type kept struct {
+	k    answerKey
+	body []byte
+}
+
+// find returns the body kept for k in *list.
+func find(list *[]kept, k answerKey) ([]byte, bool) {
+	if list == nil {
+		return nil, false
+	}
+	for i := range *list {
+		if (*list)[i].k == k {
+			return (*list)[i].body, true
+		}
+	}
+	return nil, false
 }
 
 // answerKey says what varies an answer. Every field is bounded by the servers' own
-// data except locale, which is a caller's string: maxAnswers bounds those.
+// data except locale, which is a caller's string: maxKept bounds those.
 type answerKey struct {
 	findServers bool
 	server      string // GetEndpoints: the key of the server asked about
@@ -61,51 +94,58 @@ type answerKey struct {
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{servers: make(map[string]*Server), answers: make(map[answerKey][]byte)}
+	c := &Cache{}
+	c.view.Store(&view{servers: map[string]*entry{}})
+	return c
+}
+
+// change publishes a copy of the current view, without answers, after edit changed it.
+func (c *Cache) change(edit func(v *view)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.view.Load()
+	v := &view{servers: make(map[string]*entry, len(old.servers)+1), order: slices.Clone(old.order)}
+	for k, e := range old.servers {
+		v.servers[k] = &entry{srv: e.srv}
+	}
+	edit(v)
+	c.view.Store(v)
 }
 
 // Set adds or replaces the server under key. The Cache keeps srv; the caller must not
 // change it afterwards.
 func (c *Cache) Set(key string, srv *Server) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.servers[key]; !ok {
-		c.order = append(c.order, key)
-	}
-	c.servers[key] = srv
-	c.changedLocked()
-}
-
-func (c *Cache) changedLocked() {
-	clear(c.answers)
-	c.gen++
+	c.change(func(v *view) {
+		if _, ok := v.servers[key]; !ok {
+			v.order = append(v.order, key)
+		}
+		v.servers[key] = &entry{srv: srv}
+	})
 }
 
 // Remove drops the server under key.
 func (c *Cache) Remove(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.servers[key]; !ok {
+	if _, ok := c.Get(key); !ok {
 		return
 	}
-	delete(c.servers, key)
-	c.order = slices.DeleteFunc(c.order, func(k string) bool { return k == key })
-	c.changedLocked()
+	c.change(func(v *view) {
+		delete(v.servers, key)
+		v.order = slices.DeleteFunc(v.order, func(k string) bool { return k == key })
+	})
 }
 
 // Get returns the server under key.
 func (c *Cache) Get(key string) (*Server, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	s, ok := c.servers[key]
-	return s, ok
+	e, ok := c.view.Load().servers[key]
+	if !ok {
+		return nil, false
+	}
+	return e.srv, true
 }
 
 // Keys returns the keys of every server, in the order they were first set.
 func (c *Cache) Keys() []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return slices.Clone(c.order)
+	return slices.Clone(c.view.Load().order)
 }
 
 // GetEndpoints answers m for the server under key: its endpoints whose transport
@@ -115,31 +155,26 @@ func (c *Cache) Keys() []string {
 // taking the first suitable endpoint takes the healthiest node. It returns nil when
 // there is no such server. Release the Answer once it is sent.
 func (c *Cache) GetEndpoints(key string, m *ua.GetEndpointsRequest, now codec.DateTime) *Answer {
-	c.mu.RLock()
-	srv, ok := c.servers[key]
+	v := c.view.Load()
+	e, ok := v.servers[key]
 	if !ok {
-		c.mu.RUnlock()
 		return nil
 	}
+	srv := e.srv
 	k := answerKey{server: key, host: knownHost(srv.Hosts, hostOf(m.EndpointUrl)), locale: firstLocale(m.LocaleIds), profiles: profileMask(srv, m.ProfileUris)}
-	body, ok := c.answers[k]
-	gen := c.gen
+	body, ok := find(e.answers.Load(), k)
 	if !ok {
-		body = encodeEndpoints(c.redundantSetLocked(key, srv), srv, k)
-	}
-	c.mu.RUnlock()
-	if !ok {
-		body = c.store(k, body, gen)
+		body = c.store(v, &e.answers, k, encodeEndpoints(v.redundantSet(key, srv), srv, k))
 	}
 	return newAnswer(typeGetEndpoints, body, m.RequestHeader.RequestHandle, now)
 }
 
-// redundantSetLocked returns srv and the other servers with its ApplicationUri, highest
-// ServiceLevel first, srv first among equals. The caller holds c.mu.
-func (c *Cache) redundantSetLocked(key string, srv *Server) []*Server {
+// redundantSet returns srv and the other servers with its ApplicationUri, highest
+// ServiceLevel first, srv first among equals.
+func (v *view) redundantSet(key string, srv *Server) []*Server {
 	set := []*Server{srv}
-	for _, k := range c.order {
-		if other := c.servers[k]; k != key && other.Application.ApplicationUri == srv.Application.ApplicationUri {
+	for _, k := range v.order {
+		if other := v.servers[k].srv; k != key && other.Application.ApplicationUri == srv.Application.ApplicationUri {
 			set = append(set, other)
 		}
 	}
@@ -152,42 +187,38 @@ func (c *Cache) redundantSetLocked(key string, srv *Server) []*Server {
 // Answer once it is sent.
 func (c *Cache) FindServers(m *ua.FindServersRequest, now codec.DateTime) *Answer {
 	k := answerKey{findServers: true, locale: firstLocale(m.LocaleIds)}
+	v := c.view.Load()
 	if len(m.ServerUris) > 0 {
 		// A filtered answer is not kept: the filter is the caller's and rarely repeats.
-		c.mu.RLock()
-		body := c.encodeServers(k, m.ServerUris)
-		c.mu.RUnlock()
-		return newAnswer(typeFindServers, body, m.RequestHeader.RequestHandle, now)
+		return newAnswer(typeFindServers, v.encodeServers(k, m.ServerUris), m.RequestHeader.RequestHandle, now)
 	}
-	c.mu.RLock()
-	body, ok := c.answers[k]
-	gen := c.gen
+	body, ok := find(v.found.Load(), k)
 	if !ok {
-		body = c.encodeServers(k, nil)
-	}
-	c.mu.RUnlock()
-	if !ok {
-		body = c.store(k, body, gen)
+		body = c.store(v, &v.found, k, v.encodeServers(k, nil))
 	}
 	return newAnswer(typeFindServers, body, m.RequestHeader.RequestHandle, now)
 }
 
-// store keeps body, built at generation gen, under k and returns it; or returns the body
-// a concurrent caller kept first. A body built before a change is returned to its caller
-// but not kept.
-func (c *Cache) store(k answerKey, body []byte, gen uint64) []byte {
+// store keeps body, built from view v, under k in list (one of v's) and returns it; or
+// returns the body a concurrent caller kept first. A body built from a view that a
+// change has replaced since is returned to its caller but not kept. Lists are copied on
+// write: readers scan them without a lock.
+func (c *Cache) store(v *view, list *atomic.Pointer[[]kept], k answerKey, body []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.answers[k]; ok {
-		return old
-	}
-	if gen != c.gen {
+	if c.view.Load() != v {
 		return body
 	}
-	if len(c.answers) >= maxAnswers {
-		clear(c.answers)
+	cur := list.Load()
+	if old, ok := find(cur, k); ok {
+		return old
 	}
-	c.answers[k] = body
+	var next []kept
+	if cur != nil && len(*cur) < maxKept {
+		next = append(make([]kept, 0, len(*cur)+1), *cur...)
+	}
+	next = append(next, kept{k: k, body: body})
+	list.Store(&next)
 	return body
 }
 
@@ -214,12 +245,12 @@ func encodeEndpoints(set []*Server, asked *Server, k answerKey) []byte {
 }
 
 // encodeServers encodes the FindServersResponse for k of the servers uris names (all
-// when uris is nil). The caller holds c.mu for reading.
-func (c *Cache) encodeServers(k answerKey, uris []string) []byte {
+// when uris is nil).
+func (v *view) encodeServers(k answerKey, uris []string) []byte {
 	resp := ua.FindServersResponse{ResponseHeader: ua.ResponseHeader{ServiceResult: status.Good}}
 	var list []*Server
-	for _, key := range c.order {
-		srv := c.servers[key]
+	for _, key := range v.order {
+		srv := v.servers[key].srv
 		if uris != nil && !slices.Contains(uris, srv.Application.ApplicationUri) {
 			continue
 		}
@@ -341,6 +372,11 @@ func hostOf(url string) string {
 
 // knownHost returns host when it is one of hosts (case-insensitive), else "".
 func knownHost(hosts []string, host string) string {
+	for _, h := range hosts {
+		if h == host {
+			return host
+		}
+	}
 	for _, h := range hosts {
 		if strings.EqualFold(h, host) {
 			return host

@@ -42,7 +42,7 @@ func (s *Server) discoveryCache() *discovery.Cache {
 // endpoint, or those whose transport profile ProfileUris names, with the host the client
 // called where the server is reached by it.
 func (s *Server) answerGetEndpoints(req uasc.Request, m *ua.GetEndpointsRequest) {
-	a := s.discoveryCache().GetEndpoints(selfKey, m, codec.DateTimeOf(s.now()))
+	a := s.discoveryCache().GetEndpoints(selfKey, m, codec.DateTimeOf(s.timeOf(req)))
 	s.respond(req, a)
 	a.Release()
 }
@@ -50,7 +50,7 @@ func (s *Server) answerGetEndpoints(req uasc.Request, m *ua.GetEndpointsRequest)
 // answerFindServers answers FindServers (Part 4 §5.4.2) with this server's
 // ApplicationDescription, unless ServerUris is set and does not name it.
 func (s *Server) answerFindServers(req uasc.Request, m *ua.FindServersRequest) {
-	a := s.discoveryCache().FindServers(m, codec.DateTimeOf(s.now()))
+	a := s.discoveryCache().FindServers(m, codec.DateTimeOf(s.timeOf(req)))
 	s.respond(req, a)
 	a.Release()
 }
