@@ -63,10 +63,26 @@ type entry struct {
 	answers atomic.Pointer[[]kept]
 }
 
-// kept is an encoded answer and what it answers.
+// kept is an encoded answer and what it answers. A GetEndpoints answer is found again by
+// the caller's EndpointUrl as sent, without parsing it: url is that string.
 type kept struct {
+	url  string
 	k    answerKey
 	body []byte
+}
+
+// findURL returns the GetEndpoints body kept in *list for a caller of url, locale and
+// profiles.
+func findURL(list *[]kept, url, locale string, profiles uint64) ([]byte, bool) {
+	if list == nil {
+		return nil, false
+	}
+	for i := range *list {
+		if x := &(*list)[i]; x.url == url && x.k.locale == locale && x.k.profiles == profiles {
+			return x.body, true
+		}
+	}
+	return nil, false
 }
 
 // find returns the body kept for k in *list.
@@ -161,10 +177,16 @@ func (c *Cache) GetEndpoints(key string, m *ua.GetEndpointsRequest, now codec.Da
 		return nil
 	}
 	srv := e.srv
-	k := answerKey{server: key, host: knownHost(srv.Hosts, hostOf(m.EndpointUrl)), locale: firstLocale(m.LocaleIds), profiles: profileMask(srv, m.ProfileUris)}
-	body, ok := find(e.answers.Load(), k)
+	locale, profiles := firstLocale(m.LocaleIds), profileMask(srv, m.ProfileUris)
+	list := e.answers.Load()
+	body, ok := findURL(list, m.EndpointUrl, locale, profiles)
 	if !ok {
-		body = c.store(v, &e.answers, k, encodeEndpoints(v.redundantSet(key, srv), srv, k))
+		k := answerKey{server: key, host: knownHost(srv.Hosts, hostOf(m.EndpointUrl)), locale: locale, profiles: profiles}
+		// Another URL may have asked for the same answer (another port or path): share it.
+		if body, ok = find(list, k); !ok {
+			body = encodeEndpoints(v.redundantSet(key, srv), srv, k)
+		}
+		body = c.store(v, &e.answers, kept{url: m.EndpointUrl, k: k, body: body})
 	}
 	return newAnswer(typeGetEndpoints, body, m.RequestHeader.RequestHandle, now)
 }
@@ -194,32 +216,36 @@ func (c *Cache) FindServers(m *ua.FindServersRequest, now codec.DateTime) *Answe
 	}
 	body, ok := find(v.found.Load(), k)
 	if !ok {
-		body = c.store(v, &v.found, k, v.encodeServers(k, nil))
+		body = c.store(v, &v.found, kept{k: k, body: v.encodeServers(k, nil)})
 	}
 	return newAnswer(typeFindServers, body, m.RequestHeader.RequestHandle, now)
 }
 
-// store keeps body, built from view v, under k in list (one of v's) and returns it; or
-// returns the body a concurrent caller kept first. A body built from a view that a
-// change has replaced since is returned to its caller but not kept. Lists are copied on
-// write: readers scan them without a lock.
-func (c *Cache) store(v *view, list *atomic.Pointer[[]kept], k answerKey, body []byte) []byte {
+// store keeps x, built from view v, in list (one of v's) and returns its body; or returns
+// the body a concurrent caller kept first. A body built from a view that a change has
+// replaced since is returned to its caller but not kept. Lists are copied on write:
+// readers scan them without a lock.
+func (c *Cache) store(v *view, list *atomic.Pointer[[]kept], x kept) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.view.Load() != v {
-		return body
+		return x.body
 	}
 	cur := list.Load()
-	if old, ok := find(cur, k); ok {
-		return old
+	if cur != nil {
+		for _, old := range *cur {
+			if old.url == x.url && old.k == x.k {
+				return old.body
+			}
+		}
 	}
 	var next []kept
 	if cur != nil && len(*cur) < maxKept {
 		next = append(make([]kept, 0, len(*cur)+1), *cur...)
 	}
-	next = append(next, kept{k: k, body: body})
+	next = append(next, x)
 	list.Store(&next)
-	return body
+	return x.body
 }
 
 // encodeEndpoints encodes the GetEndpointsResponse for k of the servers in set, asked

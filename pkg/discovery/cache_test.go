@@ -86,6 +86,8 @@ func TestGetEndpointsUsesTheHostTheClientCalled(t *testing.T) {
 		{"opc.tcp://[::1]:4840", "opc.tcp://[::1]:4840/ua"},
 		{"opc.tcp://elsewhere:4840", "opc.tcp://plant-a:4840/ua"}, // unknown host: the default
 		{"", "opc.tcp://plant-a:4840/ua"},
+		{"opc.tcp://127.0.0.1:4840/ua", "opc.tcp://127.0.0.1:4840/ua"}, // now kept for this URL
+		{"opc.tcp://PLANT-A:4840", "opc.tcp://PLANT-A:4840/ua"},
 	} {
 		a := c.GetEndpoints("self", &ua.GetEndpointsRequest{EndpointUrl: tc.called}, codec.Now())
 		resp := decodeAnswer[*ua.GetEndpointsResponse](t, a)
@@ -268,4 +270,27 @@ func TestGetEndpointsOfARedundantSetHealthiestFirst(t *testing.T) {
 	require.Equal(t, want, urls("n1"))
 	require.Equal(t, want, urls("n3"))
 	require.Equal(t, []string{"opc.tcp://other:4840"}, urls("x"))
+}
+
+// TestManyCallerURLs asks with more distinct URLs than a server's answers are kept for:
+// the kept list starts over, and every answer still carries the caller's host.
+func TestManyCallerURLs(t *testing.T) {
+	c := NewCache()
+	c.Set("self", testServer("urn:a", "opc.tcp://plant-a:4840/ua", 200))
+	for round := range 2 {
+		for i := range 3 * maxKept {
+			host := "plant-a"
+			if i%2 == 1 {
+				host = "127.0.0.1"
+			}
+			url := fmt.Sprintf("opc.tcp://%s:%d", host, 4000+i)
+			a := c.GetEndpoints("self", &ua.GetEndpointsRequest{EndpointUrl: url}, codec.Now())
+			resp := decodeAnswer[*ua.GetEndpointsResponse](t, a)
+			a.Release()
+			require.Equal(t, "opc.tcp://"+host+":4840/ua", resp.Endpoints[0].EndpointUrl, "round %d, %s", round, url)
+		}
+	}
+	list := c.view.Load().servers["self"].answers.Load()
+	require.NotNil(t, list)
+	require.LessOrEqual(t, len(*list), maxKept)
 }
