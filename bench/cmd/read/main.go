@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"uastack.dev/bench/internal/child"
@@ -31,6 +32,7 @@ type options struct {
 	sweep       []int  // client counts for the scaling chart; empty for none
 	quiet       bool
 	sets        []string // extra --set key=value for the uastack server
+	cpuprofile  string   // file for a CPU profile of the clients, labelled by target
 }
 
 func parse(args []string) (options, error) {
@@ -45,6 +47,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "bench/out", "directory for read.md, read.json, read-sweep.svg")
 	fs.StringVar(&o.peers, "peers", "gopcua,node-opcua", "peer servers to measure too (comma-separated; empty for none)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the clients) to the file; samples carry a target label")
 	fs.Func("set", "extra key=value for the uastack server's configuration (repeatable), e.g. observability.metricsAddr=127.0.0.1:6060 to profile it", func(s string) error {
 		o.sets = append(o.sets, s)
 		return nil
@@ -65,6 +68,21 @@ func main() {
 	o, err := parse(os.Args[1:])
 	if err != nil {
 		os.Exit(2)
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}()
 	}
 	report.Main("read", o.out, func(ctx context.Context, dir string) (*report.Report, error) {
 		return run(ctx, o, dir, report.NewProgress(o.quiet))

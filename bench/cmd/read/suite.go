@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,8 +163,13 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 				continue
 			}
 			prog.Stage(fmt.Sprintf("%d/%d %s", round+1, o.rounds, t.name))
-			res, err := drive.Run(ctx, t.dial, drive.Options{Clients: o.clients, Outstanding: o.outstanding,
-				Warmup: o.warmup, Window: o.duration / time.Duration(o.rounds), ServerPid: t.pid, Progress: prog})
+			var res drive.Result
+			var err error
+			// The label lets a -cpuprofile be split by target (pprof -tagfocus).
+			pprof.Do(ctx, pprof.Labels("target", t.name), func(ctx context.Context) {
+				res, err = drive.Run(ctx, t.dial, drive.Options{Clients: o.clients, Outstanding: o.outstanding,
+					Warmup: o.warmup, Window: o.duration / time.Duration(o.rounds), ServerPid: t.pid, Progress: prog})
+			})
 			if err != nil {
 				if !t.peer {
 					return nil, fmt.Errorf("%s: %w", t.name, err)
