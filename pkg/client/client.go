@@ -321,7 +321,7 @@ func (c *Client) closeSession(ctx context.Context, ch *uasc.ClientChannel, token
 	if ch.Err() != nil {
 		return
 	}
-	_, _ = ch.Request(ctx, &ua.CloseSessionRequest{RequestHeader: c.header(ctx, token), DeleteSubscriptions: true})
+	_, _ = c.request(ctx, ch, &ua.CloseSessionRequest{RequestHeader: c.header(ctx, token), DeleteSubscriptions: true})
 }
 
 // reconnect replaces the link old, whose channel failed, unless another call did so.
@@ -366,7 +366,7 @@ func (c *Client) createSession(ctx context.Context, ch *uasc.ClientChannel) erro
 	if secure {
 		req.ClientCertificate = c.cfg.cert
 	}
-	resp, err := ch.Request(ctx, req)
+	resp, err := c.request(ctx, ch, req)
 	if err != nil {
 		return statusError("CreateSession", resp, err)
 	}
@@ -436,7 +436,7 @@ func (c *Client) activate(ctx context.Context, ch *uasc.ClientChannel) error {
 		return err
 	}
 	req.UserIdentityToken, req.UserTokenSignature = tok, sig
-	resp, err := ch.Request(ctx, req)
+	resp, err := c.request(ctx, ch, req)
 	if err != nil {
 		return statusError("ActivateSession", resp, err)
 	}
@@ -471,6 +471,16 @@ func timeoutHint(ctx context.Context, def time.Duration) uint32 {
 	return uint32(min(max(d, time.Millisecond), time.Duration(1<<31)*time.Millisecond) / time.Millisecond)
 }
 
+// request sends req on ch and waits for the answer, at most the request timeout when ctx
+// has no deadline of its own.
+func (c *Client) request(ctx context.Context, ch *uasc.ClientChannel, req codec.Structure) (codec.Structure, error) {
+	var wait time.Duration
+	if _, ok := ctx.Deadline(); !ok {
+		wait = c.cfg.requestTimeout
+	}
+	return ch.RequestWithin(ctx, req, wait)
+}
+
 // send fills h and sends req on the current channel. If the channel has failed it
 // reconnects first; when idempotent is set, a request cut off by the channel's failure
 // is sent once more after a reconnect.
@@ -478,15 +488,29 @@ func (c *Client) send(ctx context.Context, service string, h *ua.RequestHeader, 
 	if c.closed.Load() {
 		return nil, &StatusError{Service: service, Code: status.BadSessionClosed}
 	}
+	// The request timeout applies when ctx has no deadline. A plain request waits for it
+	// on a pooled timer (RequestWithin); the rare paths that reconnect or send again get
+	// ctx bound to the same deadline.
+	var deadline time.Time
 	if _, ok := ctx.Deadline(); !ok && c.cfg.requestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.requestTimeout)
-		defer cancel()
+		deadline = time.Now().Add(c.cfg.requestTimeout)
+	}
+	var cancel context.CancelFunc
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+	}()
+	bound := func() {
+		if !deadline.IsZero() && cancel == nil {
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+		}
 	}
 	for try := 0; ; try++ {
 		l := c.cur.Load()
 		if !idempotent && try == 0 && l.ch.Err() != nil {
 			// Found dead before sending: reconnecting first is safe for any service.
+			bound()
 			if err := c.reconnect(ctx, l); err != nil {
 				return nil, statusError(service, nil, err)
 			}
@@ -498,13 +522,18 @@ func (c *Client) send(ctx context.Context, service string, h *ua.RequestHeader, 
 		h.Timestamp = codec.DateTimeOf(now)
 		h.RequestHandle = c.handle.Add(1)
 		h.TimeoutHint = timeoutHint(ctx, c.cfg.requestTimeout)
-		resp, err := l.ch.Request(ctx, req)
+		var wait time.Duration
+		if !deadline.IsZero() && cancel == nil {
+			wait = max(deadline.Sub(now), time.Nanosecond)
+		}
+		resp, err := l.ch.RequestWithin(ctx, req, wait)
 		if err == nil {
 			return resp, nil
 		}
-		if ctx.Err() != nil || c.closed.Load() || try > 0 {
+		if ctx.Err() != nil || c.closed.Load() || try > 0 || !deadline.IsZero() && !time.Now().Before(deadline) {
 			return nil, statusError(service, resp, err)
 		}
+		bound()
 		if l.ch.Err() == nil && !connectionLost(err) {
 			// The server lost the session (it timed out): the request was refused before
 			// it ran, so any service may be sent again on a new session.
@@ -565,7 +594,7 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	l := c.cur.Load()
 	req := &ua.CloseSessionRequest{RequestHeader: c.header(ctx, l.token), DeleteSubscriptions: true}
-	resp, err := l.ch.Request(ctx, req)
+	resp, err := c.request(ctx, l.ch, req)
 	cerr := l.ch.Close()
 	if err != nil {
 		return statusError("CloseSession", resp, err)

@@ -366,6 +366,13 @@ func (cc *ClientChannel) Err() error {
 // ServiceFault is returned as the response together with an error wrapping its
 // ServiceResult. Safe for concurrent use.
 func (cc *ClientChannel) Request(ctx context.Context, req codec.Structure) (codec.Structure, error) {
+	return cc.RequestWithin(ctx, req, 0)
+}
+
+// RequestWithin is Request with a timeout of its own besides ctx: after d it fails with
+// BadTimeout (and context.DeadlineExceeded). It waits on a pooled timer, which costs far
+// less per request than a context with a deadline. d <= 0 means no timeout but ctx's.
+func (cc *ClientChannel) RequestWithin(ctx context.Context, req codec.Structure, d time.Duration) (codec.Structure, error) {
 	id := cc.allocID()
 	w := make(chan result, 1)
 	cc.mu.Lock()
@@ -377,26 +384,49 @@ func (cc *ClientChannel) Request(ctx context.Context, req codec.Structure) (code
 	cc.waiters[id] = w
 	cc.mu.Unlock()
 	if err := cc.sendMessage(uacp.TypeMessage, id, req); err != nil {
-		cc.mu.Lock()
-		delete(cc.waiters, id)
-		cc.mu.Unlock()
+		cc.forget(id)
 		var tl *errTooLarge
 		if errors.As(err, &tl) {
 			return nil, fmt.Errorf("%w: %w", err, status.BadRequestTooLarge)
 		}
 		return nil, err
 	}
+	var expired <-chan time.Time
+	if d > 0 {
+		t := timers.Get().(*time.Timer)
+		t.Reset(d)
+		defer func() {
+			t.Stop() // a stopped timer's channel holds no value (Go 1.23 timers)
+			timers.Put(t)
+		}()
+		expired = t.C
+	}
 	select {
 	case r := <-w:
 		return r.msg, r.err
 	case <-ctx.Done():
-		cc.mu.Lock()
-		delete(cc.waiters, id)
-		cc.mu.Unlock()
+		cc.forget(id)
 		return nil, fmt.Errorf("uasc: %w: %w", status.BadTimeout, ctx.Err())
+	case <-expired:
+		cc.forget(id)
+		return nil, fmt.Errorf("uasc: %w: %w", status.BadTimeout, context.DeadlineExceeded)
 	case <-cc.done:
 		return nil, cc.Err()
 	}
+}
+
+// timers are the stopped timers RequestWithin waits on.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// forget drops the waiter of request id, which its caller no longer waits for.
+func (cc *ClientChannel) forget(id uint32) {
+	cc.mu.Lock()
+	delete(cc.waiters, id)
+	cc.mu.Unlock()
 }
 
 // Close sends CloseSecureChannel and closes the connection. Pending requests fail with
