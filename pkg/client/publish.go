@@ -260,11 +260,7 @@ func (p *publisher) handle(r *ua.PublishResponse) {
 		return
 	}
 	s.late = false
-	gap := s.received(msg, r.AvailableSequenceNumbers)
-	start := gap && !s.repairing
-	if start {
-		s.repairing = true
-	}
+	start := s.claimRepairLocked(s.received(msg, r.AvailableSequenceNumbers))
 	s.mu.Unlock()
 	if start {
 		go p.repair(s)
@@ -396,11 +392,7 @@ func (p *publisher) restore(g uint64) error {
 				s.mu.Lock()
 				s.stats.Transferred++
 				s.lastHeard = time.Now()
-				gap := s.noteAvailable(res.AvailableSequenceNumbers)
-				start := gap && !s.repairing
-				if start {
-					s.repairing = true
-				}
+				start := s.claimRepairLocked(s.noteAvailable(res.AvailableSequenceNumbers))
 				s.mu.Unlock()
 				if start {
 					go p.repair(s)
@@ -516,4 +508,14 @@ func (s *Subscription) isDeleted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.deleted
+}
+
+// claimRepairLocked reports whether a gap needs a repair that is not running yet, and
+// marks it running; the caller then starts it. s.mu must be held.
+func (s *Subscription) claimRepairLocked(gap bool) bool {
+	if !gap || s.repairing {
+		return false
+	}
+	s.repairing = true
+	return true
 }

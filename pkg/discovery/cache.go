@@ -71,8 +71,8 @@ type kept struct {
 	body []byte
 }
 
-// findURL returns the GetEndpoints body kept in *list for a caller of url, locale and
-// profiles.
+// findURL returns the body kept in *list for a caller of url, locale and profiles (for
+// FindServers answers, url is empty and profiles zero).
 func findURL(list *[]kept, url, locale string, profiles uint64) ([]byte, bool) {
 	if list == nil {
 		return nil, false
@@ -232,12 +232,8 @@ func (c *Cache) store(v *view, list *atomic.Pointer[[]kept], x kept) []byte {
 		return x.body
 	}
 	cur := list.Load()
-	if cur != nil {
-		for _, old := range *cur {
-			if old.url == x.url && old.k == x.k {
-				return old.body
-			}
-		}
+	if old, ok := findURL(cur, x.url, x.k.locale, x.k.profiles); ok {
+		return old
 	}
 	var next []kept
 	if cur != nil && len(*cur) < maxKept {

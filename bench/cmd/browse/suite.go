@@ -29,16 +29,12 @@ type walkStats struct {
 func run(ctx context.Context, o options, dir string, prog *report.Progress) (*report.Report, error) {
 	defer prog.Done()
 	r := report.New("browse")
-	ident, err := uaserver.NewIdentity(dir)
+	prog.Stage("building the server")
+	bin, ident, err := uaserver.Prepare(ctx, dir, "")
 	if err != nil {
 		return nil, err
 	}
 	defer ident.PKI.Close()
-	prog.Stage("building the server")
-	bin, err := uaserver.Build(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
 	// Every node of a batch may need a continuation point at once.
 	srv, err := uaserver.Start(ctx, bin, dir, ident, "limits.maxBrowseContinuationPoints="+strconv.Itoa(o.batch))
 	if err != nil {

@@ -52,16 +52,12 @@ const (
 func run(ctx context.Context, o options, dir string, prog *report.Progress) (*report.Report, error) {
 	defer prog.Done()
 	r := report.New("connect")
-	ident, err := uaserver.NewIdentity(dir)
+	prog.Stage("building the server")
+	bin, ident, err := uaserver.Prepare(ctx, dir, "")
 	if err != nil {
 		return nil, err
 	}
 	defer ident.PKI.Close()
-	prog.Stage("building the server")
-	bin, err := uaserver.Build(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
 	srv, err := uaserver.Start(ctx, bin, dir, ident,
 		"limits.maxSessionCount="+strconv.Itoa(o.concurrency+100),
 		"limits.maxChannelCount="+strconv.Itoa(o.concurrency+100))

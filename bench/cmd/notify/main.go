@@ -107,16 +107,11 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bin := o.server
-	if bin == "" {
-		if bin, err = uaserver.Build(ctx, dir); err != nil {
-			return nil, err
-		}
-	}
-	id, err := uaserver.NewIdentity(dir)
+	bin, id, err := uaserver.Prepare(ctx, dir, o.server)
 	if err != nil {
 		return nil, err
 	}
+	defer id.PKI.Close()
 	total := o.sessions * o.items
 	if o.nodes <= 0 || o.nodes > total {
 		o.nodes = total

@@ -69,16 +69,12 @@ type target struct {
 func run(ctx context.Context, o options, dir string, prog *report.Progress) (*report.Report, error) {
 	defer prog.Done()
 	r := report.New("read")
-	ident, err := uaserver.NewIdentity(dir)
+	prog.Stage("building the server")
+	bin, ident, err := uaserver.Prepare(ctx, dir, "")
 	if err != nil {
 		return nil, err
 	}
 	defer ident.PKI.Close()
-	prog.Stage("building the server")
-	bin, err := uaserver.Build(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
 	inflight := max(o.clients, slices.Max(append(o.sweep, 1))) * o.outstanding
 	sets := append([]string{
 		// Every round dials fresh sessions; room for all of them in case closes lag.

@@ -33,6 +33,23 @@ func Build(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
+// Prepare creates the bench client's identity under dir and builds the server into dir,
+// unless bin already names a built server; it returns the server binary. The caller
+// closes the Identity's PKI.
+func Prepare(ctx context.Context, dir, bin string) (string, *Identity, error) {
+	id, err := NewIdentity(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if bin == "" {
+		if bin, err = Build(ctx, dir); err != nil {
+			_ = id.PKI.Close()
+			return "", nil, err
+		}
+	}
+	return bin, id, nil
+}
+
 // Identity is the bench client's application instance certificate.
 type Identity struct {
 	URI  string

@@ -185,6 +185,14 @@ func (d *diagnostics) sessionEnded(s *session, why sessionEnd) {
 	}
 }
 
+// serviceCounters returns the counters of the session sd describes, nil for nil.
+func (sd *sessionDiag) serviceCounters() *serviceCounters {
+	if sd == nil {
+		return nil
+	}
+	return &sd.counters
+}
+
 // touched records the time of a request naming the session that sd describes (nil
 // when disabled).
 func (sd *sessionDiag) touched(now time.Time) {

@@ -176,6 +176,11 @@ const retryAfterKey = "RetryAfterMs"
 // goroutine reports.
 func (s *Server) respond(req uasc.Request, msg codec.Structure) {
 	s.countService(req.Message, msg)
+	s.send(req, msg)
+}
+
+// send is respond for a response already counted.
+func (s *Server) send(req uasc.Request, msg codec.Structure) {
 	if err := req.Respond(msg); err != nil {
 		s.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
 	}
@@ -196,10 +201,10 @@ func headerAt(h ua.RequestHeader, result status.Code, t time.Time) ua.ResponseHe
 }
 
 // timeOf returns the current time for a request answered at once: the time it was read
-// (microseconds ago, one clock reading shared by the requests of one system call) unless
-// the server runs on a configured clock.
+// (microseconds ago, one clock reading shared by the requests of one system call, on the
+// server's clock), or now when the request was not read from a channel.
 func (s *Server) timeOf(req uasc.Request) time.Time {
-	if s.realClock && !req.Received.IsZero() {
+	if !req.Received.IsZero() {
 		return req.Received
 	}
 	return s.now()

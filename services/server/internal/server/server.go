@@ -51,7 +51,6 @@ type Server struct {
 	cfg       *config.Config
 	log       *slog.Logger
 	now       func() time.Time
-	realClock bool // now is time.Now (see timeOf)
 	pki       *pki.PKI
 	cert      *x509.Certificate
 	key       *rsa.PrivateKey
@@ -128,7 +127,6 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		cfg:        cfg,
 		log:        log,
 		now:        now,
-		realClock:  opts.Now == nil,
 		pki:        p,
 		cert:       cert,
 		key:        key,

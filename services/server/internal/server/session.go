@@ -229,9 +229,14 @@ func (t *sessions) lookupAtLocked(token codec.NodeId, now time.Time) (*session, 
 // unknown token, BadSessionNotActivated before ActivateSession and
 // BadSecureChannelIdInvalid on another channel (Part 4 §5.6.3).
 func (t *sessions) active(token codec.NodeId, channelID uint32, fn func(*session) status.Code) status.Code {
+	return t.activeAt(token, channelID, t.now(), fn)
+}
+
+// activeAt is active at time now.
+func (t *sessions) activeAt(token codec.NodeId, channelID uint32, now time.Time, fn func(*session) status.Code) status.Code {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s, code := t.lookupLocked(token)
+	s, code := t.lookupAtLocked(token, now)
 	if code != status.Good {
 		return code
 	}
@@ -249,41 +254,27 @@ func (t *sessions) active(token codec.NodeId, channelID uint32, fn func(*session
 func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.byToken[token]
-	if s == nil || s.diag == nil {
-		return nil
+	if s := t.byToken[token]; s != nil {
+		return s.diag.serviceCounters()
 	}
-	return &s.diag.counters
+	return nil
 }
 
 // principalAt returns who the activated session of token is, at time now, and the
 // session's service counters (nil when diagnostics are off): one lookup for both.
 func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time) (nodemgr.Principal, *serviceCounters, status.Code) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, code := t.lookupAtLocked(token, now)
-	switch {
-	case code != status.Good:
-		return nodemgr.Principal{}, nil, code
-	case !s.activated:
-		return nodemgr.Principal{}, nil, status.BadSessionNotActivated
-	case s.channelID != channelID:
-		return nodemgr.Principal{}, nil, status.BadSecureChannelIdInvalid
-	}
+	var p nodemgr.Principal
 	var c *serviceCounters
-	if s.diag != nil {
-		c = &s.diag.counters
-	}
-	return s.principal, c, status.Good
+	code := t.activeAt(token, channelID, now, func(s *session) status.Code {
+		p, c = s.principal, s.diag.serviceCounters()
+		return status.Good
+	})
+	return p, c, code
 }
 
 // principal returns who the activated session of token is.
 func (t *sessions) principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
-	var p nodemgr.Principal
-	code := t.active(token, channelID, func(s *session) status.Code {
-		p = s.principal
-		return status.Good
-	})
+	p, _, code := t.principalAt(token, channelID, t.now())
 	return p, code
 }
 

@@ -53,9 +53,7 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 		if s.diag.on() {
 			counters.count(svcRead, status.Good)
 		}
-		if err := req.Respond(&rs.resp); err != nil {
-			s.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
-		}
+		s.send(req, &rs.resp)
 	})
 	rs.release()
 	req.Recycle()

@@ -304,19 +304,7 @@ func (e *Engine) offerLocked(it *item, dv *codec.DataValue) {
 	v := *dv
 	stamp(&v, it.ts)
 	it.enqueue(&v)
-	s := it.sub
-	switch {
-	case it.mode == ua.MonitoringModeReporting:
-		s.markDirty(it)
-		for _, id := range it.triggers {
-			if t := s.items[id]; t != nil && t.mode == ua.MonitoringModeSampling && t.n > 0 {
-				t.triggered = true
-				s.markDirty(t)
-			}
-		}
-	case it.triggered:
-		s.markDirty(it)
-	}
+	e.reportLocked(it)
 }
 
 // session is the per-session state: its subscriptions, its parked Publishes and the
