@@ -249,7 +249,7 @@ func (s *Space) argumentsLocked(method codec.NodeId, mv view) ([]ua.Argument, st
 		return nil, status.Good
 	}
 	pv, _ := s.lookupLocked(prop)
-	val := s.currentValueLocked(prop, pv)
+	val := s.currentValueLocked(pv)
 	if val.IsNull() {
 		return nil, status.Good
 	}

@@ -60,18 +60,18 @@ func (s *Space) cacheValues(items []ua.ReadValueId) {
 	defer s.mu.Unlock()
 	for i := range items {
 		id := items[i].NodeId
-		if attr.ID(items[i].AttributeId) != attr.Value || s.values[id] != nil {
+		if attr.ID(items[i].AttributeId) != attr.Value {
 			continue
 		}
 		v, ok := s.lookupLocked(id)
-		if !ok || v.n != nil || !v.tab.HasValue() {
+		if !ok || v.n != nil || !v.tab.HasValue() || v.value() != nil || v.computed() {
 			continue
 		}
 		val, err := v.tab.Value()
 		if err != nil {
 			continue
 		}
-		s.values[id] = &codec.DataValue{Value: val, SourceTimestamp: s.start, ServerTimestamp: s.start}
+		s.entries.add(id).value = &codec.DataValue{Value: val, SourceTimestamp: s.start, ServerTimestamp: s.start}
 	}
 }
 
@@ -115,14 +115,14 @@ func (s *Space) readLocked(item *ua.ReadValueId, dv *codec.DataValue, ts ua.Time
 		dv.Status = status.BadNotReadable
 		return
 	}
-	if !s.mayReadLocked(item.NodeId, roles) {
+	if !v.mayRead(roles) {
 		dv.Status = status.BadUserAccessDenied
 		return
 	}
-	if p := s.values[item.NodeId]; p != nil {
+	if p := v.value(); p != nil {
 		*dv = *p
-	} else if fn := s.sources[item.NodeId]; fn != nil {
-		*dv = fn(now)
+	} else if v.computed() {
+		*dv = v.e.source(now)
 	} else if v.n == nil && v.tab.HasValue() {
 		// Not yet decoded: decode into a local copy; a later SetValue or Write caches it.
 		val, err := v.tab.Value()
@@ -288,7 +288,7 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 		*out = codec.ByteVariant(v.accessLevel())
 	case attr.UserAccessLevel:
 		al := v.userAccessLevel(roles)
-		if !s.mayReadLocked(id, roles) {
+		if !v.mayRead(roles) {
 			al &^= uint8(ua.AccessLevelTypeCurrentRead)
 		}
 		*out = codec.ByteVariant(al)

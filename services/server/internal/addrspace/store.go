@@ -68,24 +68,16 @@ type Node struct {
 type Space struct {
 	uris []string
 
-	mu sync.RWMutex // guards nodes, refs, values, sources, methods, onChange
-	// nodes holds the nodes added at run time, by NodeId.
-	nodes map[codec.NodeId]*Node
+	mu sync.RWMutex // guards entries, refs, methods, onChange
+	// entries holds the nodes added at run time and the Value state of Variables.
+	entries index
 	// refs holds references added at run time, by the node they belong to; for a node of
 	// namespace 0 they come after its table references.
 	refs map[codec.NodeId][]Reference
-	// values holds the current Value of every Variable whose value was set or read.
-	values map[codec.NodeId]*codec.DataValue
-	// sources compute the Value of Variables that change on every read.
-	sources map[codec.NodeId]ValueFunc
 	// methods are the handlers of the Methods added with AddMethod.
 	methods map[codec.NodeId]MethodHandler
 	// onChange are called after a Value changes.
 	onChange []func(codec.NodeId, *codec.DataValue)
-	// readRoles restrict reading the Value of a node to principals holding one of them
-	// (SetReadRoles); nodes not in it are readable by anyone who may read them by
-	// AccessLevel.
-	readRoles map[codec.NodeId][]codec.NodeId
 
 	// start is the SourceTimestamp of values taken from the nodeset.
 	start codec.DateTime
@@ -96,14 +88,10 @@ type Space struct {
 func New(uris ...string) *Space {
 	return &Space{
 		uris:    uris,
-		nodes:   make(map[codec.NodeId]*Node),
+		entries: newIndex(),
 		refs:    make(map[codec.NodeId][]Reference),
-		values:  make(map[codec.NodeId]*codec.DataValue),
-		sources: make(map[codec.NodeId]ValueFunc),
 		methods: make(map[codec.NodeId]MethodHandler),
 		start:   codec.Now(),
-
-		readRoles: make(map[codec.NodeId][]codec.NodeId),
 	}
 }
 
@@ -118,18 +106,18 @@ func (s *Space) SetReadRoles(id codec.NodeId, roles ...codec.NodeId) bool {
 	if !ok || v.class() != ua.NodeClassVariable {
 		return false
 	}
-	s.readRoles[id] = append([]codec.NodeId(nil), roles...)
+	e := s.entries.add(id)
+	e.readRoles, e.restricted = append([]codec.NodeId(nil), roles...), true
 	return true
 }
 
-// mayReadLocked reports whether a principal with roles may read the Value of id.
-func (s *Space) mayReadLocked(id codec.NodeId, roles []codec.NodeId) bool {
-	want, ok := s.readRoles[id]
-	if !ok {
+// mayRead reports whether a principal with roles may read the Value of v.
+func (v view) mayRead(roles []codec.NodeId) bool {
+	if v.e == nil || !v.e.restricted {
 		return true
 	}
 	for _, r := range roles {
-		for _, w := range want {
+		for _, w := range v.e.readRoles {
 			if r == w {
 				return true
 			}
@@ -169,7 +157,8 @@ func (s *Space) AddNode(n Node) error {
 	}
 	nn := n
 	nn.References = nil
-	s.nodes[n.NodeId] = &nn
+	e := s.entries.add(n.NodeId)
+	e.n = &nn
 	for _, r := range n.References {
 		s.refs[n.NodeId] = append(s.refs[n.NodeId], r)
 		s.refs[r.TargetId] = append(s.refs[r.TargetId], Reference{
@@ -177,7 +166,7 @@ func (s *Space) AddNode(n Node) error {
 		})
 	}
 	if n.NodeClass == ua.NodeClassVariable || n.NodeClass == ua.NodeClassVariableType {
-		s.values[n.NodeId] = &codec.DataValue{Value: n.Value, SourceTimestamp: s.start, ServerTimestamp: s.start}
+		e.value = &codec.DataValue{Value: n.Value, SourceTimestamp: s.start, ServerTimestamp: s.start}
 	}
 	return nil
 }
@@ -196,7 +185,7 @@ func (s *Space) SetValue(id codec.NodeId, dv codec.DataValue) bool {
 	}
 	s.mu.Lock()
 	v, ok := s.lookupLocked(id)
-	if !ok || (v.class() != ua.NodeClassVariable && v.class() != ua.NodeClassVariableType) || s.sources[id] != nil {
+	if !ok || (v.class() != ua.NodeClassVariable && v.class() != ua.NodeClassVariableType) || v.computed() {
 		s.mu.Unlock()
 		return false
 	}
@@ -245,8 +234,8 @@ func (s *Space) SetValueFunc(id codec.NodeId, fn ValueFunc) bool {
 	if !ok || v.class() != ua.NodeClassVariable {
 		return false
 	}
-	s.sources[id] = fn
-	delete(s.values, id)
+	e := s.entries.add(id)
+	e.source, e.value = fn, nil
 	return true
 }
 
@@ -271,19 +260,30 @@ func (s *Space) AddReference(source codec.NodeId, r Reference) error {
 
 // storeLocked stores a copy of dv as the value of id; s.mu must be held for writing.
 func (s *Space) storeLocked(id codec.NodeId, dv *codec.DataValue) {
-	if p := s.values[id]; p != nil {
-		*p = *dv
-		return
+	e := s.entries.add(id)
+	if e.value == nil {
+		e.value = new(codec.DataValue)
 	}
-	p := new(codec.DataValue)
-	*p = *dv
-	s.values[id] = p
+	*e.value = *dv
 }
 
-// view is a node of either source: a run-time Node or a namespace 0 table record.
+// view is a node of either source, a run-time Node or a namespace 0 table record, with
+// the Value state the Space keeps of it (e, nil when none).
 type view struct {
 	n   *Node
 	tab ns0.Node
+	e   *entry
+}
+
+// computed reports whether v's Value comes from a ValueFunc.
+func (v view) computed() bool { return v.e != nil && v.e.source != nil }
+
+// value returns the stored Value of v, nil when there is none.
+func (v view) value() *codec.DataValue {
+	if v.e == nil {
+		return nil
+	}
+	return v.e.value
 }
 
 func (v view) class() ua.NodeClass {
@@ -359,15 +359,64 @@ func (v view) userAccessLevel(roles []codec.NodeId) uint8 {
 
 // lookupLocked finds id among the run-time nodes, then in namespace 0; s.mu must be held.
 func (s *Space) lookupLocked(id codec.NodeId) (view, bool) {
-	if n, ok := s.nodes[id]; ok {
-		return view{n: n}, true
+	e := s.entries.get(id)
+	if e != nil && e.n != nil {
+		return view{n: e.n, e: e}, true
 	}
 	if id.Namespace() == 0 && id.Type() == codec.IDNumeric {
 		if t, ok := ns0.Lookup(id.IntID()); ok {
-			return view{tab: t}, true
+			return view{tab: t, e: e}, true
 		}
 	}
 	return view{}, false
+}
+
+// entry is what a Space keeps of one node beyond the namespace 0 tables: the node itself
+// when it was added at run time, and the state of its Value.
+type entry struct {
+	n      *Node            // nil for a node of namespace 0
+	value  *codec.DataValue // the current Value, once set, written or read
+	source ValueFunc        // computes the Value at each read (SetValueFunc)
+	// readRoles, when restricted, are the roles of which a principal must hold one to
+	// read the Value (SetReadRoles); otherwise AccessLevel alone decides.
+	readRoles  []codec.NodeId
+	restricted bool
+}
+
+// index finds the entry of a NodeId. A numeric NodeId, which is what most clients read,
+// is looked up by a 64-bit key: hashing that is several times cheaper than hashing the
+// NodeId with its string field, and a Read makes one lookup per item.
+type index struct {
+	numeric map[uint64]*entry
+	other   map[codec.NodeId]*entry
+}
+
+func newIndex() index {
+	return index{numeric: make(map[uint64]*entry), other: make(map[codec.NodeId]*entry)}
+}
+
+func numericKey(id codec.NodeId) uint64 { return uint64(id.Namespace())<<32 | uint64(id.IntID()) }
+
+// get returns the entry of id, nil when there is none.
+func (x index) get(id codec.NodeId) *entry {
+	if id.Type() == codec.IDNumeric {
+		return x.numeric[numericKey(id)]
+	}
+	return x.other[id]
+}
+
+// add returns the entry of id, making it when there is none.
+func (x index) add(id codec.NodeId) *entry {
+	if e := x.get(id); e != nil {
+		return e
+	}
+	e := new(entry)
+	if id.Type() == codec.IDNumeric {
+		x.numeric[numericKey(id)] = e
+	} else {
+		x.other[id] = e
+	}
+	return e
 }
 
 // eachRef calls fn for each reference of the node v (id), table references first; it

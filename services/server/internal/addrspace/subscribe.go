@@ -7,5 +7,6 @@ import "uastack.dev/pkg/codec"
 func (s *Space) Computed(id codec.NodeId) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.sources[id] != nil
+	e := s.entries.get(id)
+	return e != nil && e.source != nil
 }

@@ -56,7 +56,7 @@ func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime, roles []codec.
 		return status.BadNotWritable, nil
 	}
 	al := ua.AccessLevelType(v.accessLevel())
-	if al&ua.AccessLevelTypeCurrentWrite == 0 || s.sources[w.NodeId] != nil {
+	if al&ua.AccessLevelTypeCurrentWrite == 0 || v.computed() {
 		return status.BadNotWritable, nil
 	}
 	if !v.mayWrite(roles) {
@@ -75,7 +75,7 @@ func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime, roles []codec.
 		if c != status.Good {
 			return c, nil
 		}
-		cur := s.currentValueLocked(w.NodeId, v)
+		cur := s.currentValueLocked(v)
 		if !s.typeMatchesLocked(&val, v.dataType(), 1) {
 			return status.BadTypeMismatch, nil
 		}
@@ -99,8 +99,8 @@ func (s *Space) writeLocked(w *ua.WriteValue, now codec.DateTime, roles []codec.
 }
 
 // currentValueLocked returns the stored or nodeset value of a Variable.
-func (s *Space) currentValueLocked(id codec.NodeId, v view) codec.Variant {
-	if p := s.values[id]; p != nil {
+func (s *Space) currentValueLocked(v view) codec.Variant {
+	if p := v.value(); p != nil {
 		return p.Value
 	}
 	if v.n == nil && v.tab.HasValue() {
