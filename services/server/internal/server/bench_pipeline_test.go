@@ -90,8 +90,14 @@ func (c *rawClient) call(tb testing.TB, t string, msg codec.Structure) codec.Str
 // dialRaw opens a None channel to addr and an activated anonymous session on it.
 func dialRaw(tb testing.TB, addr, endpointURL string) (*rawClient, codec.NodeId) {
 	tb.Helper()
+	return rawOver(tb, mustDial(tb, addr), endpointURL)
+}
+
+// rawOver is dialRaw over a connection made by the caller.
+func rawOver(tb testing.TB, nc net.Conn, endpointURL string) (*rawClient, codec.NodeId) {
+	tb.Helper()
 	ctx := context.Background()
-	uc, err := uacp.Dial(ctx, mustDial(tb, addr), uacp.ClientConfig{EndpointURL: endpointURL})
+	uc, err := uacp.Dial(ctx, nc, uacp.ClientConfig{EndpointURL: endpointURL})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { uc.Close() })
 	c := &rawClient{uc: uc}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+)
+
+// BenchmarkServeReads is the server's own work per Read without a system call: the whole
+// server (Serve, uacp, uasc, dispatch, address space, encode) on a connection held in
+// memory, which hands it batches of depth Read requests, one batch per read, and takes
+// its answers into a sink. An op is one Read. Beside the server, the benchmark spends
+// only the patching of each request's sequence number. The Reads/s suite's server CPU
+// per Read is this plus the system calls and the runtime's network poller.
+func BenchmarkServeReads(b *testing.B) {
+	for _, depth := range []int{1, 8} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			cfg := benchConfig(b, filepath.Join(b.TempDir(), "pki"))
+			srv, err := New(cfg, Options{Logger: discardLogger()})
+			require.NoError(b, err)
+			defer srv.Close()
+			serverEnd, clientEnd := net.Pipe()
+			rc := &replayConn{Conn: serverEnd, feed: make(chan int), answered: make(chan struct{}, 1)}
+			ln := &oneConnListener{conn: rc, done: make(chan struct{})}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx, ln) }()
+			defer func() {
+				close(rc.feed)
+				cancel()
+				require.NoError(b, <-served)
+			}()
+
+			c, token := rawOver(b, clientEnd, cfg.Endpoint.EndpointURL)
+			read := &ua.ReadRequest{
+				RequestHeader:      ua.RequestHeader{AuthenticationToken: token, RequestHandle: 7, TimeoutHint: 10000},
+				TimestampsToReturn: ua.TimestampsToReturnBoth,
+				NodesToRead:        readValues([]codec.NodeId{codec.NewNumericNodeId(0, id.Server_ServerStatus_State)}, 1),
+			}
+			rc.seq = c.seq // patch numbers the batch on from here
+			for range depth {
+				start := len(rc.batch)
+				rc.batch = c.chunk(rc.batch, "MSG", read)
+				rc.seqAt = append(rc.seqAt, start+16)
+			}
+			// From here on the server reads batches from rc and writes into its sink. The
+			// read it is blocked in now gets the first batch through the pipe.
+			rc.replay.Store(true)
+			rc.expect(depth)
+			rc.patch()
+			_, err = clientEnd.Write(rc.batch)
+			require.NoError(b, err)
+			<-rc.answered
+			rc.run(depth * 100) // warm
+
+			b.ReportAllocs()
+			b.ResetTimer()
+			rc.run(b.N)
+			b.StopTimer()
+			require.Equal(b, "MSGF", string(rc.last[:4]), "the last answer is a MSG chunk")
+			require.Greater(b, len(rc.last), 24)
+		})
+	}
+}
+
+// replayConn is the server's end of a connection: a pipe while the channel and session
+// are set up, then a source of request batches and a sink of responses.
+type replayConn struct {
+	net.Conn
+	replay atomic.Bool
+
+	// Read side, used only by the server's reading goroutine once replaying.
+	batch []byte // depth request chunks
+	seqAt []int  // offset of each chunk's sequence number in batch
+	seq   uint32 // the last sequence number sent
+	off   int    // how much of the current batch was read
+	left  int    // requests still to hand out in this run
+	feed  chan int
+
+	// Write side.
+	mu       sync.Mutex
+	want     int // answers still expected in this run
+	last     []byte
+	answered chan struct{}
+}
+
+// run hands out n requests and returns once all are answered.
+func (r *replayConn) run(n int) {
+	r.expect(n)
+	r.feed <- n
+	<-r.answered
+}
+
+func (r *replayConn) expect(n int) {
+	r.mu.Lock()
+	r.want = n
+	r.mu.Unlock()
+}
+
+// patch numbers the requests of the next batch on from the last one.
+func (r *replayConn) patch() {
+	for _, at := range r.seqAt {
+		r.seq++
+		binary.LittleEndian.PutUint32(r.batch[at:], r.seq)
+	}
+}
+
+func (r *replayConn) Read(p []byte) (int, error) {
+	if !r.replay.Load() {
+		return r.Conn.Read(p)
+	}
+	if r.off == 0 {
+		if r.left <= 0 {
+			n, ok := <-r.feed
+			if !ok {
+				return 0, io.EOF
+			}
+			r.left = n
+		}
+		r.patch()
+		r.left -= len(r.seqAt)
+	}
+	n := copy(p, r.batch[r.off:])
+	r.off += n
+	if r.off == len(r.batch) {
+		r.off = 0
+	}
+	return n, nil
+}
+
+func (r *replayConn) Write(p []byte) (int, error) {
+	if !r.replay.Load() {
+		return r.Conn.Write(p)
+	}
+	r.mu.Lock()
+	r.last = append(r.last[:0], p...)
+	r.want--
+	if r.want == 0 {
+		r.answered <- struct{}{}
+	}
+	r.mu.Unlock()
+	return len(p), nil
+}
+
+// oneConnListener accepts conn once, then waits until it is closed.
+type oneConnListener struct {
+	conn     net.Conn
+	accepted bool
+	done     chan struct{}
+	once     sync.Once
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	if !l.accepted {
+		l.accepted = true
+		return l.conn, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
