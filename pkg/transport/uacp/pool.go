@@ -3,6 +3,7 @@ package uacp
 import (
 	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 // Size classes of the Pool: powers of two from 8 KiB to 16 MiB.
@@ -24,13 +25,12 @@ const (
 // next Get may hand it to another goroutine. Put a buffer at most once. Buffers whose
 // capacity is not a class size are dropped by Put, so foreign buffers are harmless.
 //
-// Get and Put do not allocate in steady state: the buffers live in sync.Pools as *[]byte,
-// and the small headers that carry them are recycled through a second sync.Pool. Like
+// Get and Put do not allocate in steady state: a buffer lives in its class's sync.Pool as
+// the pointer to its first byte, which fits an interface without an allocation. Like
 // sync.Pool, a Pool lets the garbage collector reclaim idle buffers. The zero Pool is ready to
 // use; a Pool is safe for concurrent use and must not be copied after first use.
 type Pool struct {
-	classes [numClasses]sync.Pool // each holds *[]byte of exactly the class capacity
-	holders sync.Pool             // empty *[]byte, recycled to carry buffers into classes
+	classes [numClasses]sync.Pool // each holds the first bytes (*byte) of buffers of exactly the class capacity
 }
 
 // DefaultPool is the Pool Conns use when their config names none.
@@ -58,11 +58,7 @@ func (p *Pool) Get(n int) []byte {
 		return make([]byte, n)
 	}
 	if v := p.classes[c].Get(); v != nil {
-		h := v.(*[]byte)
-		b := *h
-		*h = nil
-		p.holders.Put(h)
-		return b[:n]
+		return unsafe.Slice(v.(*byte), minClassSize<<c)[:n]
 	}
 	return make([]byte, n, minClassSize<<c)
 }
@@ -74,12 +70,9 @@ func (p *Pool) Put(b []byte) {
 	if c < minClassSize || c > maxClassSize || c&(c-1) != 0 {
 		return
 	}
-	h, _ := p.holders.Get().(*[]byte)
-	if h == nil {
-		h = new([]byte)
-	}
-	*h = b[:c]
-	p.classes[bits.TrailingZeros(uint(c))-minClassShift].Put(h)
+	// The pointer to the first byte keeps the whole array alive and, with the class's
+	// size, gives the buffer back (unsafe.Slice); a *[]byte would need a header of its own.
+	p.classes[bits.TrailingZeros(uint(c))-minClassShift].Put(unsafe.SliceData(b[:c]))
 }
 
 // PutZeroed zeroes all of b's capacity, then puts it back. Use it for buffers that held keys,
