@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"crypto/x509"
 	"sync"
 	"time"
@@ -47,8 +48,9 @@ type continuation struct {
 // sessions is the server's session table, keyed by authentication token. It is safe for
 // concurrent use.
 type sessions struct {
-	mu      sync.Mutex // guards byToken and every session's fields
-	byToken map[codec.NodeId]*session
+	mu sync.Mutex // guards byToken and every session's fields
+	// byToken holds the sessions by tokenKey of their authentication tokens.
+	byToken map[uint64]*session
 	max     int
 	now     func() time.Time
 	diag    *diagnostics // counts sessions; nil for a table made alone (tests)
@@ -72,7 +74,48 @@ type sessions struct {
 }
 
 func newSessions(max int, now func() time.Time) *sessions {
-	return &sessions{byToken: make(map[codec.NodeId]*session), max: max, now: now}
+	return &sessions{byToken: make(map[uint64]*session), max: max, now: now}
+}
+
+// tokenLength is the length of the opaque authentication tokens the server issues.
+const tokenLength = 32
+
+// tokenKey is the table key of an authentication token: its first 8 bytes, which the
+// server draws at random and keeps unique. Every request names its session, and a
+// 64-bit key hashes several times faster than the 32-byte NodeId; the token is compared
+// in full once found. ok is false for a token the server cannot have issued.
+func tokenKey(token codec.NodeId) (key uint64, ok bool) {
+	if token.Namespace() != 0 || token.Type() != codec.IDOpaque {
+		return 0, false
+	}
+	b := token.OpaqueID() // short enough for the compiler to copy it on the stack
+	if len(b) != tokenLength {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b), true
+}
+
+// findLocked returns the session of token, nil when there is none.
+func (t *sessions) findLocked(token codec.NodeId) *session {
+	k, ok := tokenKey(token)
+	if !ok {
+		return nil
+	}
+	if s := t.byToken[k]; s != nil && s.authToken == token {
+		return s
+	}
+	return nil
+}
+
+// newTokenLocked draws an authentication token whose key no session has.
+func (t *sessions) newTokenLocked() (codec.NodeId, uint64) {
+	for {
+		token := codec.NewOpaqueNodeId(0, randomBytes(tokenLength))
+		k, _ := tokenKey(token)
+		if t.byToken[k] == nil {
+			return token, k
+		}
+	}
 }
 
 // randomBytes returns n bytes from crypto/rand.
@@ -105,9 +148,10 @@ func (t *sessions) create(name string, timeout time.Duration, channelID uint32, 
 			return sessionInfo{}, status.BadTooManySessions
 		}
 	}
+	token, key := t.newTokenLocked()
 	s := &session{
 		id:         codec.NewGuidNodeId(0, randomGuid()),
-		authToken:  codec.NewOpaqueNodeId(0, randomBytes(32)),
+		authToken:  token,
 		name:       name,
 		timeout:    timeout,
 		lastSeen:   t.now(),
@@ -116,7 +160,7 @@ func (t *sessions) create(name string, timeout time.Duration, channelID uint32, 
 		nonce:      randomBytes(nonceLength),
 		browse:     make(map[string]*continuation),
 	}
-	t.byToken[s.authToken] = s
+	t.byToken[key] = s
 	t.diag.sessionCreated(s)
 	t.armLocked(s.lastSeen.Add(s.timeout))
 	return s.info(), status.Good
@@ -172,8 +216,8 @@ func (t *sessions) activate(token codec.NodeId, channelID uint32, p nodemgr.Prin
 func (t *sessions) drop(token codec.NodeId) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.byToken[token]; ok {
-		delete(t.byToken, s.authToken)
+	if s := t.findLocked(token); s != nil {
+		t.deleteLocked(s)
 		t.diag.sessionEnded(s, endAborted)
 		if t.onEnd != nil {
 			t.onEnd(s.id, true)
@@ -183,7 +227,7 @@ func (t *sessions) drop(token codec.NodeId) {
 
 // endLocked removes s from the table and tells onEnd.
 func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
-	delete(t.byToken, s.authToken)
+	t.deleteLocked(s)
 	why := endClosed
 	if !t.now().Before(s.lastSeen.Add(s.timeout)) {
 		why = endTimedOut
@@ -192,6 +236,12 @@ func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
 	if t.onEnd != nil {
 		t.onEnd(s.id, deleteSubscriptions)
 	}
+}
+
+// deleteLocked removes s from the table.
+func (t *sessions) deleteLocked(s *session) {
+	k, _ := tokenKey(s.authToken)
+	delete(t.byToken, k)
 }
 
 func (t *sessions) expireLocked() {
@@ -211,8 +261,8 @@ func (t *sessions) lookupLocked(token codec.NodeId) (*session, status.Code) {
 
 // lookupAtLocked is lookupLocked at time now.
 func (t *sessions) lookupAtLocked(token codec.NodeId, now time.Time) (*session, status.Code) {
-	s, ok := t.byToken[token]
-	if !ok {
+	s := t.findLocked(token)
+	if s == nil {
 		return nil, status.BadSessionIdInvalid
 	}
 	if now.Sub(s.lastSeen) > s.timeout {
@@ -254,7 +304,7 @@ func (t *sessions) activeAt(token codec.NodeId, channelID uint32, now time.Time,
 func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.byToken[token]; s != nil {
+	if s := t.findLocked(token); s != nil {
 		return s.diag.serviceCounters()
 	}
 	return nil
