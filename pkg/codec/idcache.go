@@ -11,6 +11,9 @@ import "hash/maphash"
 type idCache struct {
 	seed  maphash.Seed
 	slots []string // len is a power of two, at least idWays; slots [4k, 4k+4) form a set
+	// last is the identifier returned last, checked before hashing: on a server channel
+	// the token that begins each request is the one the previous request began with.
+	last string
 }
 
 // idWays is the number of slots of a set.
@@ -24,16 +27,21 @@ func (c *idCache) str(b []byte) string {
 	if c == nil || len(b) > maxCachedID {
 		return string(b)
 	}
+	if c.last == string(b) { // the comparison does not copy b
+		return c.last
+	}
 	i := maphash.Bytes(c.seed, b) & uint64(len(c.slots)-idWays)
 	set := c.slots[i : i+idWays : i+idWays]
 	for _, s := range set {
-		if s == string(b) { // the comparison does not copy b
+		if s == string(b) {
+			c.last = s
 			return s
 		}
 	}
 	s := string(b)
 	copy(set[1:], set[:idWays-1]) // the oldest leaves
 	set[0] = s
+	c.last = s
 	return s
 }
 
