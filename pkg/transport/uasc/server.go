@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -350,6 +351,10 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount}
 	sc.maxBacklog = sendBacklog(s.cfg.MaxSendBacklog, sc.neg.MaxSendMessageSize)
 	sc.dec.CacheNodeIds(decodeCachedIDs)
+	// The assembler bounds a message's size already (MaxReceiveMessageSize).
+	lim := s.cfg.Decode
+	lim.MaxMessageSize = math.MaxInt
+	sc.dec.SetLimits(lim)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer func() {
 		stop()
@@ -816,9 +821,6 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 		return err
 	}
 	d := &sc.dec
-	lim := sc.srv.cfg.Decode
-	lim.MaxMessageSize = len(msg) + 1
-	d.SetLimits(lim)
 	d.Reset(msg)
 	sc.spareMu.Lock()
 	spare := sc.spare
