@@ -28,12 +28,12 @@ func checkCount(n, max int) status.Code {
 // read answers Read (Part 4 §5.10.2) from namespace 0. Per-item failures such as
 // BadNodeIdUnknown and BadAttributeIdInvalid come from the address space.
 func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) {
-	h := m.RequestHeader
+	h := &m.RequestHeader // m is recycled only after the response is encoded
 	// Answered at once: the time the request was read stands for now throughout.
 	now := s.timeOf(req)
 	p, counters, code := s.checkRead(req.Channel, m, now)
 	if code != status.Good {
-		s.respond(req, s.fault(h, code))
+		s.respond(req, s.fault(*h, code))
 		req.Recycle()
 		return
 	}
@@ -49,7 +49,9 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	// The Space answers before Read returns, and Respond has encoded the response before
 	// it returns: after that nothing refers to rs, the request or its slices.
 	s.space.Read(ctx, &rs.op, func() {
-		rs.resp = ua.ReadResponse{ResponseHeader: headerAt(h, status.Good, now), Results: rs.op.Results}
+		// Field by field: rs.resp is zero, and a whole ReadResponse would be copied.
+		rs.resp.ResponseHeader = headerAt(*h, status.Good, now)
+		rs.resp.Results = rs.op.Results
 		if s.diag.on() {
 			counters.count(svcRead, status.Good)
 		}
