@@ -2,8 +2,8 @@ package server
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"crypto/x509"
+	"encoding/binary"
 	"sync"
 	"time"
 
