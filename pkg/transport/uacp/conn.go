@@ -354,7 +354,7 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 		c.in.nc = c.nc
 		c.r = bufio.NewReaderSize(&c.in, readAhead)
 	}
-	if _, err := io.ReadFull(c.r, c.hdr[:]); err != nil {
+	if err := c.readFull(c.hdr[:]); err != nil {
 		return Chunk{}, c.fail(readError("reading chunk header", err))
 	}
 	h, _ := ParseHeader(c.hdr[:])
@@ -374,11 +374,24 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	}
 	b := c.pool.Get(int(h.Size))
 	copy(b, c.hdr[:])
-	if _, err := io.ReadFull(c.r, b[HeaderSize:]); err != nil {
+	if err := c.readFull(b[HeaderSize:]); err != nil {
 		c.pool.Put(b)
 		return Chunk{}, c.fail(readError("reading chunk body", truncated(err)))
 	}
 	return Chunk{Header: h, Bytes: b, Received: c.in.at, pool: c.pool}, nil
+}
+
+// readFull fills p from the read-ahead buffer: straight from it when it holds p whole,
+// the common case of pipelined requests, else through io.ReadFull.
+func (c *Conn) readFull(p []byte) error {
+	if c.r.Buffered() >= len(p) {
+		b, _ := c.r.Peek(len(p))
+		copy(p, b)
+		_, _ = c.r.Discard(len(p))
+		return nil
+	}
+	_, err := io.ReadFull(c.r, p)
+	return err
 }
 
 // stampedReader reads from nc and keeps the time of the last read that returned data.
