@@ -19,60 +19,82 @@ import (
 )
 
 // BenchmarkServeReads is the server's own work per Read without a system call: the whole
-// server (Serve, uacp, uasc, dispatch, address space, encode) on a connection held in
-// memory, which hands it batches of depth Read requests, one batch per read, and takes
-// its answers into a sink. An op is one Read. Beside the server, the benchmark spends
-// only the patching of each request's sequence number. The Reads/s suite's server CPU
-// per Read is this plus the system calls and the runtime's network poller.
+// server (Serve, uacp, uasc, dispatch, address space, encode) on connections held in
+// memory, each of which hands it batches of depth Read requests, one batch per read, and
+// takes its answers into a sink. An op is one Read; with conns=2 two connections are
+// served at once (on two cores), so ns/op is half the CPU per Read when nothing they
+// share slows them. Beside the server, the benchmark spends only the patching of each
+// request's sequence number. The Reads/s suite's server CPU per Read is this plus the
+// system calls and the runtime's network poller.
 func BenchmarkServeReads(b *testing.B) {
-	for _, depth := range []int{1, 8} {
-		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+	for _, tc := range []struct{ conns, depth int }{{1, 1}, {1, 8}, {2, 8}} {
+		b.Run(fmt.Sprintf("conns=%d/depth=%d", tc.conns, tc.depth), func(b *testing.B) {
 			cfg := benchConfig(b, filepath.Join(b.TempDir(), "pki"))
 			srv, err := New(cfg, Options{Logger: discardLogger()})
 			require.NoError(b, err)
 			defer srv.Close()
-			serverEnd, clientEnd := net.Pipe()
-			rc := &replayConn{Conn: serverEnd, feed: make(chan int), answered: make(chan struct{}, 1)}
-			ln := &oneConnListener{conn: rc, done: make(chan struct{})}
+			ln := &connListener{conns: make(chan net.Conn, tc.conns), done: make(chan struct{})}
 			ctx, cancel := context.WithCancel(context.Background())
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ctx, ln) }()
+			rcs := make([]*replayConn, tc.conns)
 			defer func() {
-				close(rc.feed)
+				for _, rc := range rcs {
+					if rc != nil {
+						close(rc.feed)
+					}
+				}
 				cancel()
 				require.NoError(b, <-served)
 			}()
-
-			c, token := rawOver(b, clientEnd, cfg.Endpoint.EndpointURL)
-			read := &ua.ReadRequest{
-				RequestHeader:      ua.RequestHeader{AuthenticationToken: token, RequestHandle: 7, TimeoutHint: 10000},
-				TimestampsToReturn: ua.TimestampsToReturnBoth,
-				NodesToRead:        readValues([]codec.NodeId{codec.NewNumericNodeId(0, id.Server_ServerStatus_State)}, 1),
+			for i := range rcs {
+				rcs[i] = startReplay(b, ln, cfg.Endpoint.EndpointURL, tc.depth)
 			}
-			rc.seq = c.seq // patch numbers the batch on from here
-			for range depth {
-				start := len(rc.batch)
-				rc.batch = c.chunk(rc.batch, "MSG", read)
-				rc.seqAt = append(rc.seqAt, start+16)
-			}
-			// From here on the server reads batches from rc and writes into its sink. The
-			// read it is blocked in now gets the first batch through the pipe.
-			rc.replay.Store(true)
-			rc.expect(depth)
-			rc.patch()
-			_, err = clientEnd.Write(rc.batch)
-			require.NoError(b, err)
-			<-rc.answered
-			rc.run(depth * 100) // warm
 
 			b.ReportAllocs()
 			b.ResetTimer()
-			rc.run(b.N)
+			var wg sync.WaitGroup
+			for _, rc := range rcs {
+				wg.Go(func() { rc.run(b.N / tc.conns) })
+			}
+			wg.Wait()
 			b.StopTimer()
-			require.Equal(b, "MSGF", string(rc.last[:4]), "the last answer is a MSG chunk")
-			require.Greater(b, len(rc.last), 24)
+			for _, rc := range rcs {
+				require.Equal(b, "MSGF", string(rc.last[:4]), "the last answer is a MSG chunk")
+				require.Greater(b, len(rc.last), 24)
+			}
 		})
 	}
+}
+
+// startReplay hands ln a connection, opens a channel and a session on it and turns it
+// into a replayConn of batches of depth Reads, warmed up.
+func startReplay(b *testing.B, ln *connListener, endpointURL string, depth int) *replayConn {
+	serverEnd, clientEnd := net.Pipe()
+	rc := &replayConn{Conn: serverEnd, feed: make(chan int), answered: make(chan struct{}, 1)}
+	ln.conns <- rc
+	c, token := rawOver(b, clientEnd, endpointURL)
+	read := &ua.ReadRequest{
+		RequestHeader:      ua.RequestHeader{AuthenticationToken: token, RequestHandle: 7, TimeoutHint: 10000},
+		TimestampsToReturn: ua.TimestampsToReturnBoth,
+		NodesToRead:        readValues([]codec.NodeId{codec.NewNumericNodeId(0, id.Server_ServerStatus_State)}, 1),
+	}
+	rc.seq = c.seq // patch numbers the batch on from here
+	for range depth {
+		start := len(rc.batch)
+		rc.batch = c.chunk(rc.batch, "MSG", read)
+		rc.seqAt = append(rc.seqAt, start+16)
+	}
+	// From here on the server reads batches from rc and writes into its sink. The read it
+	// is blocked in now gets the first batch through the pipe.
+	rc.replay.Store(true)
+	rc.expect(depth)
+	rc.patch()
+	_, err := clientEnd.Write(rc.batch)
+	require.NoError(b, err)
+	<-rc.answered
+	rc.run(depth * 100) // warm
+	return rc
 }
 
 // replayConn is the server's end of a connection: a pipe while the channel and session
@@ -96,8 +118,11 @@ type replayConn struct {
 	answered chan struct{}
 }
 
-// run hands out n requests and returns once all are answered.
+// run hands out n requests, rounded up to whole batches, and returns once all are
+// answered.
 func (r *replayConn) run(n int) {
+	depth := len(r.seqAt)
+	n = max(n+depth-1, depth) / depth * depth
 	r.expect(n)
 	r.feed <- n
 	<-r.answered
@@ -154,26 +179,25 @@ func (r *replayConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// oneConnListener accepts conn once, then waits until it is closed.
-type oneConnListener struct {
-	conn     net.Conn
-	accepted bool
-	done     chan struct{}
-	once     sync.Once
+// connListener accepts the connections sent on conns until it is closed.
+type connListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
 }
 
-func (l *oneConnListener) Accept() (net.Conn, error) {
-	if !l.accepted {
-		l.accepted = true
-		return l.conn, nil
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
 	}
-	<-l.done
-	return nil, net.ErrClosed
 }
 
-func (l *oneConnListener) Close() error {
+func (l *connListener) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return nil
 }
 
-func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+func (l *connListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
