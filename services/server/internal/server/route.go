@@ -245,7 +245,8 @@ func (s *Server) routesRead(m *ua.ReadRequest) bool {
 // TimeoutHint passes first; a late result is dropped.
 func (s *Server) readRouted(ctx context.Context, req uasc.Request, m *ua.ReadRequest) {
 	h := m.RequestHeader
-	principal, _, code := s.checkRead(req.Channel, m, s.now())
+	var principal nodemgr.Principal
+	_, code := s.checkRead(req.Channel, m, s.now(), &principal)
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
 		return

@@ -310,21 +310,22 @@ func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 	return nil
 }
 
-// principalAt returns who the activated session of token is, at time now, and the
-// session's service counters (nil when diagnostics are off): one lookup for both.
-func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time) (nodemgr.Principal, *serviceCounters, status.Code) {
-	var p nodemgr.Principal
+// principalAt sets *p to who the activated session of token is, at time now, and
+// returns the session's service counters (nil when diagnostics are off): one lookup for
+// both, and the Principal copied once, into the caller's operation.
+func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
 	var c *serviceCounters
 	code := t.activeAt(token, channelID, now, func(s *session) status.Code {
-		p, c = s.principal, s.diag.serviceCounters()
+		*p, c = s.principal, s.diag.serviceCounters()
 		return status.Good
 	})
-	return p, c, code
+	return c, code
 }
 
 // principal returns who the activated session of token is.
 func (t *sessions) principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
-	p, _, code := t.principalAt(token, channelID, t.now())
+	var p nodemgr.Principal
+	_, code := t.principalAt(token, channelID, t.now(), &p)
 	return p, code
 }
 

@@ -31,25 +31,23 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	h := &m.RequestHeader // m is recycled only after the response is encoded
 	// Answered at once: the time the request was read stands for now throughout.
 	now := s.timeOf(req)
-	p, counters, code := s.checkRead(req.Channel, m, now)
+	rs := readPool.Get().(*readState)
+	counters, code := s.checkRead(req.Channel, m, now, &rs.op.Principal)
 	if code != status.Good {
+		rs.release()
 		s.respond(req, s.fault(*h, code))
 		req.Recycle()
 		return
 	}
-	rs := readPool.Get().(*readState)
-	rs.op = nodemgr.ReadOp{
-		Principal:  p,
-		MaxAge:     m.MaxAge,
-		Timestamps: m.TimestampsToReturn,
-		Items:      m.NodesToRead,
-		Results:    slices.Grow(rs.results[:0], len(m.NodesToRead))[:len(m.NodesToRead)],
-		Now:        codec.DateTimeOf(now),
-	}
+	// Field by field, here and below: the Principal is in place already, and rs is zero
+	// otherwise.
+	rs.op.MaxAge, rs.op.Timestamps = m.MaxAge, m.TimestampsToReturn
+	rs.op.Items = m.NodesToRead
+	rs.op.Results = slices.Grow(rs.results[:0], len(m.NodesToRead))[:len(m.NodesToRead)]
+	rs.op.Now = codec.DateTimeOf(now)
 	// The Space answers before Read returns, and Respond has encoded the response before
 	// it returns: after that nothing refers to rs, the request or its slices.
 	s.space.Read(ctx, &rs.op, func() {
-		// Field by field: rs.resp is zero, and a whole ReadResponse would be copied.
 		rs.resp.ResponseHeader = headerAt(*h, status.Good, now)
 		rs.resp.Results = rs.op.Results
 		if s.diag.on() {
@@ -88,9 +86,9 @@ func (rs *readState) release() {
 
 // checkRead makes the checks of a Read that come before any node is read: the session,
 // BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRead), MaxAge and
-// TimestampsToReturn. It returns who asks and the session's service counters.
-func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest, now time.Time) (nodemgr.Principal, *serviceCounters, status.Code) {
-	p, counters, code := s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now)
+// TimestampsToReturn. It sets *p to who asks and returns the session's service counters.
+func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
+	counters, code := s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p)
 	if code == status.Good {
 		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
 	}
@@ -100,7 +98,7 @@ func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest, now time.T
 	if code == status.Good && (m.TimestampsToReturn < ua.TimestampsToReturnSource || m.TimestampsToReturn > ua.TimestampsToReturnNeither) {
 		code = status.BadTimestampsToReturnInvalid
 	}
-	return p, counters, code
+	return counters, code
 }
 
 // browse answers Browse (Part 4 §5.9.2). When a node has more than
