@@ -310,6 +310,8 @@ type ServerChannel struct {
 	// request of its type.
 	spareMu sync.Mutex // guards spare
 	spare   codec.Structure
+	// local is the Handler's own state of the channel (Local, SetLocal).
+	local any
 }
 
 // decodeCachedIDs is the size of a channel's cache of decoded NodeId identifiers.
@@ -317,6 +319,14 @@ const decodeCachedIDs = 512
 
 // ID returns the SecureChannelId.
 func (sc *ServerChannel) ID() uint32 { return sc.channelID }
+
+// Local returns what SetLocal stored, nil before. Local and SetLocal belong to the
+// Handler on the channel's reading goroutine, which is the goroutine that calls it for
+// the channel's requests: state kept here needs no lock while only that goroutine uses it.
+func (sc *ServerChannel) Local() any { return sc.local }
+
+// SetLocal stores v for Local.
+func (sc *ServerChannel) SetLocal(v any) { sc.local = v }
 
 // TokenID returns the TokenId of the token the server currently sends with. Safe for
 // concurrent use.

@@ -139,7 +139,7 @@ func (d *diagnostics) sessionAnswer(resp codec.Structure) {
 
 // sessionCreated counts s and, when enabled, starts its description; the session table
 // calls it holding its lock.
-func (d *diagnostics) sessionCreated(s *session) {
+func (d *diagnostics) sessionCreated(s *session, now time.Time) {
 	if d == nil {
 		return
 	}
@@ -148,7 +148,7 @@ func (d *diagnostics) sessionCreated(s *session) {
 	if !d.enabled {
 		return
 	}
-	at := codec.DateTimeOf(s.lastSeen)
+	at := codec.DateTimeOf(now)
 	sd := &sessionDiag{
 		diag: ua.SessionDiagnosticsDataType{SessionId: s.id, SessionName: s.name,
 			ActualSessionTimeout: float64(s.timeout) / float64(time.Millisecond), ClientConnectionTime: at},

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -23,7 +24,14 @@ type session struct {
 	authToken codec.NodeId
 	name      string
 	timeout   time.Duration
-	lastSeen  time.Time
+	// seen is when a request last named the session, as time since the table's base
+	// (sessions.seenAt): atomic, so that a channel's requests refresh it without the
+	// table's lock (principalOn).
+	seen atomic.Int64
+	// epoch changes, under the table's lock, whenever the session's activation, channel
+	// or user changes and when it ends: a channel's memory of the session (channelSession)
+	// holds while the epoch it saw stays.
+	epoch atomic.Uint64
 
 	// channelID is the secure channel the session is bound to: the one that created it
 	// until activation, then the one that last activated it.
@@ -71,10 +79,20 @@ type sessions struct {
 	sweep   *time.Timer
 	sweepAt time.Time
 	stopped bool
+	// base is the origin of the sessions' seen times.
+	base time.Time
 }
 
 func newSessions(max int, now func() time.Time) *sessions {
-	return &sessions{byToken: make(map[uint64]*session), max: max, now: now}
+	return &sessions{byToken: make(map[uint64]*session), max: max, now: now, base: now()}
+}
+
+// since is now as a seen time.
+func (t *sessions) since(now time.Time) int64 { return int64(now.Sub(t.base)) }
+
+// lastSeen is when a request last named s.
+func (t *sessions) lastSeen(s *session) time.Time {
+	return t.base.Add(time.Duration(s.seen.Load()))
 }
 
 // tokenLength is the length of the opaque authentication tokens the server issues.
@@ -154,15 +172,16 @@ func (t *sessions) create(name string, timeout time.Duration, channelID uint32, 
 		authToken:  token,
 		name:       name,
 		timeout:    timeout,
-		lastSeen:   t.now(),
 		channelID:  channelID,
 		clientCert: cert,
 		nonce:      randomBytes(nonceLength),
 		browse:     make(map[string]*continuation),
 	}
+	now := t.now()
+	s.seen.Store(t.since(now))
 	t.byToken[key] = s
-	t.diag.sessionCreated(s)
-	t.armLocked(s.lastSeen.Add(s.timeout))
+	t.diag.sessionCreated(s, now)
+	t.armLocked(now.Add(s.timeout))
 	return s.info(), status.Good
 }
 
@@ -208,6 +227,7 @@ func (t *sessions) activate(token codec.NodeId, channelID uint32, p nodemgr.Prin
 	s.activated = true
 	s.channelID = channelID
 	s.principal = p
+	s.epoch.Add(1)
 	s.nonce = randomBytes(nonceLength) // a fresh slice: earlier snapshots keep the old one
 	return s.nonce, status.Good
 }
@@ -229,7 +249,7 @@ func (t *sessions) drop(token codec.NodeId) {
 func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
 	t.deleteLocked(s)
 	why := endClosed
-	if !t.now().Before(s.lastSeen.Add(s.timeout)) {
+	if !t.now().Before(t.lastSeen(s).Add(s.timeout)) {
 		why = endTimedOut
 	}
 	t.diag.sessionEnded(s, why)
@@ -242,12 +262,13 @@ func (t *sessions) endLocked(s *session, deleteSubscriptions bool) {
 func (t *sessions) deleteLocked(s *session) {
 	k, _ := tokenKey(s.authToken)
 	delete(t.byToken, k)
+	s.epoch.Add(1)
 }
 
 func (t *sessions) expireLocked() {
 	now := t.now()
 	for _, s := range t.byToken {
-		if now.Sub(s.lastSeen) > s.timeout {
+		if now.Sub(t.lastSeen(s)) > s.timeout {
 			t.endLocked(s, false)
 		}
 	}
@@ -265,11 +286,11 @@ func (t *sessions) lookupAtLocked(token codec.NodeId, now time.Time) (*session, 
 	if s == nil {
 		return nil, status.BadSessionIdInvalid
 	}
-	if now.Sub(s.lastSeen) > s.timeout {
+	if now.Sub(t.lastSeen(s)) > s.timeout {
 		t.endLocked(s, false)
 		return nil, status.BadSessionIdInvalid
 	}
-	s.lastSeen = now
+	s.seen.Store(t.since(now))
 	s.diag.touched(now)
 	return s, status.Good
 }
@@ -319,6 +340,41 @@ func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Ti
 		*p, c = s.principal, s.diag.serviceCounters()
 		return status.Good
 	})
+	return c, code
+}
+
+// channelSession is a channel's memory of the session its requests named last, kept on
+// the channel for its reading goroutine (uasc.ServerChannel.Local). While the session's
+// epoch stays, the next request naming it is answered from here: no table lock, which
+// every channel's goroutines would otherwise take for every request, and no map.
+type channelSession struct {
+	token     codec.NodeId
+	s         *session
+	epoch     uint64
+	principal nodemgr.Principal
+	counters  *serviceCounters
+}
+
+// principalOn is principalAt for a request read on the channel whose memory is cs.
+func (t *sessions) principalOn(cs *channelSession, token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
+	if s := cs.s; s != nil && s.epoch.Load() == cs.epoch && token == cs.token {
+		at := t.since(now)
+		if time.Duration(at-s.seen.Load()) <= s.timeout {
+			s.seen.Store(at)
+			s.diag.touched(now)
+			*p = cs.principal
+			return cs.counters, status.Good
+		}
+	}
+	var c *serviceCounters
+	code := t.activeAt(token, channelID, now, func(s *session) status.Code {
+		*p, c = s.principal, s.diag.serviceCounters()
+		*cs = channelSession{token: token, s: s, epoch: s.epoch.Load(), principal: s.principal, counters: c}
+		return status.Good
+	})
+	if code != status.Good {
+		*cs = channelSession{}
+	}
 	return c, code
 }
 

@@ -36,7 +36,7 @@ func (t *sessions) runSweep() {
 	now := t.now()
 	var next time.Time
 	for _, s := range t.byToken {
-		deadline := s.lastSeen.Add(s.timeout)
+		deadline := t.lastSeen(s).Add(s.timeout)
 		if !now.Before(deadline) {
 			t.endLocked(s, false)
 			continue

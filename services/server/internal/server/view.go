@@ -32,7 +32,12 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	// Answered at once: the time the request was read stands for now throughout.
 	now := s.timeOf(req)
 	rs := readPool.Get().(*readState)
-	counters, code := s.checkRead(req.Channel, m, now, &rs.op.Principal)
+	cs, _ := req.Channel.Local().(*channelSession)
+	if cs == nil {
+		cs = new(channelSession)
+		req.Channel.SetLocal(cs)
+	}
+	counters, code := s.checkRead(req.Channel, cs, m, now, &rs.op.Principal)
 	if code != status.Good {
 		rs.release()
 		s.respond(req, s.fault(*h, code))
@@ -86,9 +91,16 @@ func (rs *readState) release() {
 
 // checkRead makes the checks of a Read that come before any node is read: the session,
 // BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRead), MaxAge and
-// TimestampsToReturn. It sets *p to who asks and returns the session's service counters.
-func (s *Server) checkRead(ch *uasc.ServerChannel, m *ua.ReadRequest, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
-	counters, code := s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p)
+// TimestampsToReturn. It sets *p to who asks and returns the session's service counters;
+// cs, when not nil, is the channel's memory of its session (principalOn).
+func (s *Server) checkRead(ch *uasc.ServerChannel, cs *channelSession, m *ua.ReadRequest, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
+	var counters *serviceCounters
+	var code status.Code
+	if cs != nil {
+		counters, code = s.sessions.principalOn(cs, m.RequestHeader.AuthenticationToken, ch.ID(), now, p)
+	} else {
+		counters, code = s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p)
+	}
 	if code == status.Good {
 		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
 	}
