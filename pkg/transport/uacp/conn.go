@@ -77,6 +77,7 @@ type Conn struct {
 	readTimeout  time.Duration
 	writeTimeout time.Duration
 	hdr          [HeaderSize]byte // read side only
+	lend         bool             // LendChunks
 	// r reads ahead of ReadChunk, so that one system call brings several small chunks
 	// and ChunkBuffered can tell whether the next one is here; read side only, made by
 	// the first ReadChunk (the handshake reads exactly what it needs from nc).
@@ -309,6 +310,9 @@ type Chunk struct {
 	// per system call, shared by every chunk it brought.
 	Received time.Time
 	pool     *Pool
+	// lent is set for a chunk left in the Conn's read-ahead buffer (LendChunks): its bytes
+	// are valid until the next ReadChunk.
+	lent bool
 }
 
 // Body returns the bytes after the eight-byte header.
@@ -320,19 +324,22 @@ func (ch *Chunk) Release() {
 	if ch.pool != nil && ch.Bytes != nil {
 		ch.pool.Put(ch.Bytes)
 	}
-	ch.Bytes, ch.pool = nil, nil
+	ch.Bytes, ch.pool, ch.lent = nil, nil, false
 }
 
 // ReleaseZeroed zeroes the buffer, then releases it: for chunks decrypted in place. Only
 // the chunk's own bytes are zeroed (its Header.Size, however Bytes was resliced): nothing
 // else of the buffer was written since it left the pool.
 func (ch *Chunk) ReleaseZeroed() {
+	if ch.lent {
+		clear(ch.Bytes[:cap(ch.Bytes)])
+	}
 	if ch.pool != nil && ch.Bytes != nil {
 		b := ch.Bytes[:cap(ch.Bytes)]
 		clear(b[:min(max(int(ch.Header.Size), len(ch.Bytes)), len(b))])
 		ch.pool.Put(b)
 	}
-	ch.Bytes, ch.pool = nil, nil
+	ch.Bytes, ch.pool, ch.lent = nil, nil, false
 }
 
 // ReadChunk reads the next chunk (Part 6 §7.1.2.2). Before reading the body it checks the
@@ -354,7 +361,24 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 		c.in.nc = c.nc
 		c.r = bufio.NewReaderSize(&c.in, readAhead)
 	}
-	if err := c.readFull(c.hdr[:]); err != nil {
+	// A chunk the read-ahead holds whole is lent in place when the Conn lends; its header
+	// is then consumed with it.
+	whole := false
+	if c.lend {
+		p, err := c.r.Peek(HeaderSize)
+		if err != nil {
+			if len(p) > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF // as io.ReadFull reports a cut header
+			}
+			return Chunk{}, c.fail(readError("reading chunk header", err))
+		}
+		copy(c.hdr[:], p)
+		size := int(uint32(p[4]) | uint32(p[5])<<8 | uint32(p[6])<<16 | uint32(p[7])<<24)
+		whole = size >= HeaderSize && size <= c.r.Buffered() && string(p[:3]) != "ERR"
+		if !whole {
+			_, _ = c.r.Discard(HeaderSize)
+		}
+	} else if err := c.readFull(c.hdr[:]); err != nil {
 		return Chunk{}, c.fail(readError("reading chunk header", err))
 	}
 	h, _ := ParseHeader(c.hdr[:])
@@ -372,6 +396,11 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	if h.Size < HeaderSize+4 {
 		return Chunk{}, c.fail(fmt.Errorf("uacp: chunk of %d bytes: %w", h.Size, status.BadDecodingError))
 	}
+	if whole {
+		b, _ := c.r.Peek(int(h.Size))
+		_, _ = c.r.Discard(int(h.Size))
+		return Chunk{Header: h, Bytes: b[:len(b):len(b)], Received: c.in.at, lent: true}, nil
+	}
 	b := c.pool.Get(int(h.Size))
 	copy(b, c.hdr[:])
 	if err := c.readFull(b[HeaderSize:]); err != nil {
@@ -380,6 +409,12 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	}
 	return Chunk{Header: h, Bytes: b, Received: c.in.at, pool: c.pool}, nil
 }
+
+// LendChunks makes ReadChunk return a chunk that its read-ahead buffer holds whole in
+// place, without copying it into a pooled buffer: such a chunk's Bytes are valid only until
+// the next ReadChunk, and Release does nothing (ReleaseZeroed still clears them). For a reader that is done with each chunk before it reads the next, as a server's
+// channel is with a single-chunk request.
+func (c *Conn) LendChunks() { c.lend = true }
 
 // readFull fills p from the read-ahead buffer: straight from it when it holds p whole,
 // the common case of pipelined requests, else through io.ReadFull.

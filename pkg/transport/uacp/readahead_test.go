@@ -9,12 +9,43 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/ua/status"
 )
 
 // TestChunkBuffered sends three whole chunks and the start of a fourth in one write:
 // ChunkBuffered is true while a whole chunk waits in the read-ahead buffer, false before
 // the partial one, and every chunk arrives intact, including the one completed later.
 func TestChunkBuffered(t *testing.T) {
+	c, nc := acceptedPair(t)
+	chunks := [][]byte{testChunk(100, 1), testChunk(200, 2), testChunk(300, 3), testChunk(5000, 4)}
+	all := bytes.Join(chunks, nil)
+	cut := len(all) - 4000
+	_, err := nc.Write(all[:cut])
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // let all of it reach the server's socket
+
+	require.False(t, c.ChunkBuffered(), "nothing read yet")
+	for i, want := range []bool{true, true, false} {
+		ch, err := c.ReadChunk()
+		require.NoError(t, err)
+		require.Equal(t, chunks[i], ch.Bytes)
+		ch.Release()
+		require.Equal(t, want, c.ChunkBuffered(), "after chunk %d", i)
+	}
+	_, err = nc.Write(all[cut:])
+	require.NoError(t, err)
+	ch, err := c.ReadChunk()
+	require.NoError(t, err)
+	require.Equal(t, chunks[3], ch.Bytes)
+	ch.Release()
+	require.False(t, c.ChunkBuffered())
+}
+
+// acceptedPair returns the server end of a connection after Hello and Acknowledge, and the
+// raw client end; both are closed when the test ends.
+func acceptedPair(t *testing.T) (*Conn, net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -34,7 +65,7 @@ func TestChunkBuffered(t *testing.T) {
 	}()
 	nc, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
-	defer nc.Close()
+	t.Cleanup(func() { nc.Close() })
 	require.NoError(t, nc.SetDeadline(time.Now().Add(5*time.Second)))
 	_, err = nc.Write((&Hello{ReceiveBufferSize: 8192, SendBufferSize: 8192}).Append(nil))
 	require.NoError(t, err)
@@ -42,32 +73,42 @@ func TestChunkBuffered(t *testing.T) {
 	require.NoError(t, err)
 	c := <-accepted
 	require.NotNil(t, c)
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c, nc
+}
 
-	chunk := func(n int, fill byte) []byte {
-		b := AppendHeader(nil, Header{Type: TypeMessage, ChunkType: ChunkFinal, Size: uint32(n)})
-		return append(b, bytes.Repeat([]byte{fill}, n-HeaderSize)...)
-	}
-	chunks := [][]byte{chunk(100, 1), chunk(200, 2), chunk(300, 3), chunk(5000, 4)}
-	all := bytes.Join(chunks, nil)
-	cut := len(all) - 4000
-	_, err = nc.Write(all[:cut])
+// testChunk is a final MSG chunk of n bytes whose body bytes are fill.
+func testChunk(n int, fill byte) []byte {
+	b := AppendHeader(nil, Header{Type: TypeMessage, ChunkType: ChunkFinal, Size: uint32(n)})
+	return append(b, bytes.Repeat([]byte{fill}, n-HeaderSize)...)
+}
+
+// TestLendChunks reads pipelined chunks from a Conn that lends: the ones its read-ahead
+// holds whole come in place (and ReleaseZeroed clears them there), a longer one in a
+// pooled buffer, and an ERR after them is still the peer's error.
+func TestLendChunks(t *testing.T) {
+	c, nc := acceptedPair(t)
+	c.LendChunks()
+	chunks := [][]byte{testChunk(100, 1), testChunk(200, 2), testChunk(5000, 3), testChunk(300, 4)}
+	errMsg := (&Error{Code: status.BadTcpInternalError, Reason: "bye"}).Append(nil)
+	_, err := nc.Write(append(bytes.Join(chunks, nil), errMsg...))
 	require.NoError(t, err)
 	time.Sleep(50 * time.Millisecond) // let all of it reach the server's socket
 
-	require.False(t, c.ChunkBuffered(), "nothing read yet")
-	for i, want := range []bool{true, true, false} {
+	for i, lent := range []bool{true, true, false, true} {
 		ch, err := c.ReadChunk()
 		require.NoError(t, err)
-		require.Equal(t, chunks[i], ch.Bytes)
-		ch.Release()
-		require.Equal(t, want, c.ChunkBuffered(), "after chunk %d", i)
+		require.Equal(t, chunks[i], ch.Bytes, "chunk %d", i)
+		require.Equal(t, lent, ch.lent, "chunk %d lent", i)
+		b := ch.Bytes
+		ch.ReleaseZeroed()
+		require.Nil(t, ch.Bytes)
+		if lent {
+			require.Equal(t, make([]byte, len(b)), b, "chunk %d cleared where it was read", i)
+		}
 	}
-	_, err = nc.Write(all[cut:])
-	require.NoError(t, err)
-	ch, err := c.ReadChunk()
-	require.NoError(t, err)
-	require.Equal(t, chunks[3], ch.Bytes)
-	ch.Release()
-	require.False(t, c.ChunkBuffered())
+	_, err = c.ReadChunk()
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "bye", pe.Reason)
 }

@@ -361,6 +361,9 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount}
 	sc.maxBacklog = sendBacklog(s.cfg.MaxSendBacklog, sc.neg.MaxSendMessageSize)
 	sc.dec.CacheNodeIds(decodeCachedIDs)
+	// serve is done with each chunk before it reads the next: the assembler copies the
+	// parts of a message, and nothing decoded aliases the chunk.
+	c.LendChunks()
 	// The assembler bounds a message's size already (MaxReceiveMessageSize).
 	lim := s.cfg.Decode
 	lim.MaxMessageSize = math.MaxInt
