@@ -73,7 +73,7 @@ func keyedPair(tb testing.TB, cconn, sconn *uacp.Conn) (cl, sv *channel) {
 	ss, sr, err := p.DeriveKeys(policy.Server, sn, cn.Value)
 	require.NoError(tb, err)
 	mk := func(conn *uacp.Conn, send, recv policy.Symmetric, role policy.Role) *channel {
-		tok := &token{id: 1, send: send, recv: recv, created: time.Now(), lifetime: time.Hour}
+		tok := newToken(1, send, recv, time.Now(), time.Hour)
 		neg := uacp.Negotiated{SendBufferSize: 1 << 16, ReceiveBufferSize: 1 << 16}
 		if conn != nil {
 			neg = conn.Negotiated()

@@ -126,9 +126,9 @@ func TestPreviousToken(t *testing.T) {
 	cl, sv := keyedPair(t, nil, nil)
 	now := time.Now()
 	sv.now = func() time.Time { return now }
-	old := sv.recvToks[0]
-	old.created, old.lifetime = now, time.Minute
-	renewed := &token{id: 2, send: old.send, recv: old.recv, created: now, lifetime: time.Minute}
+	old := newToken(sv.recvToks[0].id, sv.recvToks[0].send, sv.recvToks[0].recv, now, time.Minute)
+	sv.recvToks[0] = old
+	renewed := newToken(2, old.send, old.recv, now, time.Minute)
 	sv.recvToks = append(sv.recvToks, renewed)
 
 	send := func() error {

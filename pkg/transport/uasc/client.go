@@ -236,7 +236,7 @@ func (cc *ClientChannel) openResponse(ch *uacp.Chunk, reqID uint32, nonce policy
 	if lt <= 0 {
 		lt = cc.lifetime
 	}
-	return &token{id: resp.SecurityToken.TokenId, send: send, recv: recv, created: cc.now(), lifetime: lt}, nil
+	return newToken(resp.SecurityToken.TokenId, send, recv, cc.now(), lt), nil
 }
 
 func binary32(b []byte) uint32 {

@@ -17,7 +17,7 @@ import (
 // noneChannel is the receive half of a None channel with id 5 and token 1.
 func noneChannel(budget *Budget, maxSize, maxChunks uint32) *channel {
 	send, recv, _ := policy.None.DeriveKeys(policy.Server, policy.Nonce{}, nil)
-	tok := &token{id: 1, send: send, recv: recv, created: time.Now(), lifetime: time.Hour}
+	tok := newToken(1, send, recv, time.Now(), time.Hour)
 	c := &channel{pol: policy.None, mode: ua.MessageSecurityModeNone, channelID: 5, now: time.Now,
 		recvToks: []*token{tok}, sendTok: tok}
 	c.asm = assembler{budget: budget, maxSize: maxSize, maxChunks: maxChunks}

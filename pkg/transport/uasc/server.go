@@ -729,7 +729,7 @@ func (sc *ServerChannel) issue(req *ua.OpenSecureChannelRequest) (*token, *ua.Op
 		sc.token = 1
 	}
 	now := sc.now()
-	tok := &token{id: sc.token, send: send, recv: recv, created: now, lifetime: lifetime}
+	tok := newToken(sc.token, send, recv, now, lifetime)
 	resp := &ua.OpenSecureChannelResponse{
 		ResponseHeader: ua.ResponseHeader{Timestamp: codec.DateTimeOf(now), RequestHandle: req.RequestHeader.RequestHandle},
 		SecurityToken: ua.ChannelSecurityToken{
