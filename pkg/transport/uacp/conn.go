@@ -332,7 +332,7 @@ func (ch *Chunk) Release() {
 // else of the buffer was written since it left the pool.
 func (ch *Chunk) ReleaseZeroed() {
 	if ch.lent {
-		clear(ch.Bytes[:cap(ch.Bytes)])
+		clear(ch.Bytes[:cap(ch.Bytes)]) // the chunk, however Bytes was resliced
 	}
 	if ch.pool != nil && ch.Bytes != nil {
 		b := ch.Bytes[:cap(ch.Bytes)]
@@ -361,9 +361,8 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 		c.in.nc = c.nc
 		c.r = bufio.NewReaderSize(&c.in, readAhead)
 	}
-	// A chunk the read-ahead holds whole is lent in place when the Conn lends; its header
-	// is then consumed with it.
-	whole := false
+	// A Conn that lends peeks at the header: a chunk the read-ahead holds whole is then
+	// consumed with it, in place.
 	if c.lend {
 		p, err := c.r.Peek(HeaderSize)
 		if err != nil {
@@ -373,15 +372,14 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 			return Chunk{}, c.fail(readError("reading chunk header", err))
 		}
 		copy(c.hdr[:], p)
-		size := int(uint32(p[4]) | uint32(p[5])<<8 | uint32(p[6])<<16 | uint32(p[7])<<24)
-		whole = size >= HeaderSize && size <= c.r.Buffered() && string(p[:3]) != "ERR"
-		if !whole {
-			_, _ = c.r.Discard(HeaderSize)
-		}
 	} else if err := c.readFull(c.hdr[:]); err != nil {
 		return Chunk{}, c.fail(readError("reading chunk header", err))
 	}
 	h, _ := ParseHeader(c.hdr[:])
+	whole := c.lend && h.Type != TypeError && h.Size >= HeaderSize && int(h.Size) <= c.r.Buffered()
+	if c.lend && !whole {
+		_, _ = c.r.Discard(HeaderSize)
+	}
 	switch {
 	case h.Type == TypeMessage && (h.ChunkType == ChunkFinal || h.ChunkType == ChunkIntermediate || h.ChunkType == ChunkAbort):
 	case (h.Type == TypeOpen || h.Type == TypeClose) && h.ChunkType == ChunkFinal:
@@ -411,9 +409,10 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 }
 
 // LendChunks makes ReadChunk return a chunk that its read-ahead buffer holds whole in
-// place, without copying it into a pooled buffer: such a chunk's Bytes are valid only until
-// the next ReadChunk, and Release does nothing (ReleaseZeroed still clears them). For a reader that is done with each chunk before it reads the next, as a server's
-// channel is with a single-chunk request.
+// place, without copying it into a pooled buffer: such a chunk's Bytes are valid only
+// until the next ReadChunk, and Release does nothing (ReleaseZeroed still clears them).
+// For a reader that is done with each chunk before it reads the next, as a server's
+// channel is.
 func (c *Conn) LendChunks() { c.lend = true }
 
 // readFull fills p from the read-ahead buffer: straight from it when it holds p whole,

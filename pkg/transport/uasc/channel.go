@@ -20,22 +20,21 @@ type token struct {
 	id       uint32
 	send     policy.Symmetric // used only under channel.smu
 	recv     policy.Symmetric // used only by the reading goroutine
-	created  time.Time
 	lifetime time.Duration
-	until    time.Time // deadline, worked out once: every chunk is checked against it
+	// deadline is the instant after which a message secured with the token is no longer
+	// accepted: a receiver accepts a token for 25% of its lifetime past its expiry (Part 6
+	// §6.7.6). It is worked out once, since every chunk is checked against it.
+	deadline time.Time
 }
 
+// newToken returns the token id made at created for lifetime.
 func newToken(id uint32, send, recv policy.Symmetric, created time.Time, lifetime time.Duration) *token {
-	return &token{id: id, send: send, recv: recv, created: created, lifetime: lifetime,
-		until: created.Add(lifetime + lifetime/4)}
+	return &token{id: id, send: send, recv: recv, lifetime: lifetime,
+		deadline: created.Add(lifetime + lifetime/4)}
 }
-
-// deadline is the instant after which a message secured with t is no longer accepted: a
-// receiver accepts a token for 25% of its lifetime past its expiry (Part 6 §6.7.6).
-func (t *token) deadline() time.Time { return t.until }
 
 // expired reports whether a message secured with t may no longer be accepted at now.
-func (t *token) expired(now time.Time) bool { return now.After(t.deadline()) }
+func (t *token) expired(now time.Time) bool { return now.After(t.deadline) }
 
 // channel is the state both roles share: the connection, the security configuration and
 // the send and receive halves.

@@ -665,7 +665,7 @@ func (sc *ServerChannel) dropLocked(code status.Code, err error) {
 // renewal. It must run under smu.
 func (sc *ServerChannel) armExpiryLocked(tok *token) {
 	sc.newest = tok
-	d := max(tok.deadline().Sub(sc.now()), time.Millisecond)
+	d := max(tok.deadline.Sub(sc.now()), time.Millisecond)
 	if sc.expiry == nil {
 		sc.expiry = time.AfterFunc(d, sc.expire)
 		return
@@ -688,12 +688,12 @@ func (sc *ServerChannel) expire() {
 	}
 	tok, now := sc.newest, sc.now()
 	if !tok.expired(now) {
-		sc.expiry.Reset(max(tok.deadline().Sub(now), time.Millisecond))
+		sc.expiry.Reset(max(tok.deadline.Sub(now), time.Millisecond))
 		sc.smu.Unlock()
 		return
 	}
 	sc.dropLocked(status.BadSecureChannelTokenUnknown, fmt.Errorf(
-		"uasc: TokenId %d expired at %v without renewal: %w", tok.id, tok.deadline(), status.BadSecureChannelTokenUnknown))
+		"uasc: TokenId %d expired at %v without renewal: %w", tok.id, tok.deadline, status.BadSecureChannelTokenUnknown))
 }
 
 // stopExpiry stops the expiry timer and marks the send half closed, under smu, so that a

@@ -71,7 +71,7 @@ func BenchmarkServeReads(b *testing.B) {
 // into a replayConn of batches of depth Reads, warmed up.
 func startReplay(b *testing.B, ln *connListener, endpointURL string, depth int) *replayConn {
 	serverEnd, clientEnd := net.Pipe()
-	rc := &replayConn{Conn: serverEnd, feed: make(chan int), answered: make(chan struct{}, 1)}
+	rc := &replayConn{discardConn: discardConn{Conn: serverEnd}, feed: make(chan int), answered: make(chan struct{}, 1)}
 	ln.conns <- rc
 	c, token := rawOver(b, clientEnd, endpointURL)
 	read := &ua.ReadRequest{
@@ -87,20 +87,19 @@ func startReplay(b *testing.B, ln *connListener, endpointURL string, depth int) 
 	}
 	// From here on the server reads batches from rc and writes into its sink. An empty
 	// write wakes the read it may be blocked in on the pipe, which then finds rc
-	// replaying; if it is not blocked there, the write waits until the pipe is closed.
-	rc.replay.Store(true)
+	// discarding; if it is not blocked there, the write waits until the pipe is closed.
+	rc.discard.Store(true)
 	go func() { _, _ = clientEnd.Write(nil) }()
 	rc.run(depth * 100) // warm
 	return rc
 }
 
 // replayConn is the server's end of a connection: a pipe while the channel and session
-// are set up, then a source of request batches and a sink of responses.
+// are set up, then, once discarding, a source of request batches and a sink of responses.
 type replayConn struct {
-	net.Conn
-	replay atomic.Bool
+	discardConn
 
-	// Read side, used only by the server's reading goroutine once replaying.
+	// Read side, used only by the server's reading goroutine once discarding.
 	batch []byte // depth request chunks
 	seqAt []int  // offset of each chunk's sequence number in batch
 	seq   uint32 // the last sequence number sent
@@ -108,10 +107,7 @@ type replayConn struct {
 	left  int    // requests still to hand out in this run
 	feed  chan int
 
-	// Write side.
-	mu       sync.Mutex
-	want     int // answers still expected in this run
-	last     []byte
+	want     atomic.Int64 // answers still expected in this run
 	answered chan struct{}
 }
 
@@ -120,15 +116,9 @@ type replayConn struct {
 func (r *replayConn) run(n int) {
 	depth := len(r.seqAt)
 	n = max(n+depth-1, depth) / depth * depth
-	r.expect(n)
+	r.want.Store(int64(n))
 	r.feed <- n
 	<-r.answered
-}
-
-func (r *replayConn) expect(n int) {
-	r.mu.Lock()
-	r.want = n
-	r.mu.Unlock()
 }
 
 // patch numbers the requests of the next batch on from the last one.
@@ -140,7 +130,7 @@ func (r *replayConn) patch() {
 }
 
 func (r *replayConn) Read(p []byte) (int, error) {
-	if !r.replay.Load() {
+	if !r.discard.Load() {
 		return r.Conn.Read(p)
 	}
 	if r.off == 0 {
@@ -163,17 +153,11 @@ func (r *replayConn) Read(p []byte) (int, error) {
 }
 
 func (r *replayConn) Write(p []byte) (int, error) {
-	if !r.replay.Load() {
-		return r.Conn.Write(p)
-	}
-	r.mu.Lock()
-	r.last = append(r.last[:0], p...)
-	r.want--
-	if r.want == 0 {
+	n, err := r.discardConn.Write(p)
+	if r.discard.Load() && r.want.Add(-1) == 0 {
 		r.answered <- struct{}{}
 	}
-	r.mu.Unlock()
-	return len(p), nil
+	return n, err
 }
 
 // connListener accepts the connections sent on conns until it is closed.

@@ -25,8 +25,8 @@ type session struct {
 	name      string
 	timeout   time.Duration
 	// seen is when a request last named the session, as time since the table's base
-	// (sessions.seenAt): atomic, so that a channel's requests refresh it without the
-	// table's lock (principalOn).
+	// (sessions.since): atomic, so that a channel's requests refresh it without the
+	// table's lock (principalAt with a channelSession).
 	seen atomic.Int64
 	// epoch changes, under the table's lock, whenever the session's activation, channel
 	// or user changes and when it ends: a channel's memory of the session (channelSession)
@@ -290,9 +290,14 @@ func (t *sessions) lookupAtLocked(token codec.NodeId, now time.Time) (*session, 
 		t.endLocked(s, false)
 		return nil, status.BadSessionIdInvalid
 	}
+	t.touch(s, now)
+	return s, status.Good
+}
+
+// touch records that a request named s at now, which restarts its timeout.
+func (t *sessions) touch(s *session, now time.Time) {
 	s.seen.Store(t.since(now))
 	s.diag.touched(now)
-	return s, status.Good
 }
 
 // active runs fn under the table's lock with the activated session of token when it is
@@ -333,13 +338,31 @@ func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 
 // principalAt sets *p to who the activated session of token is, at time now, and
 // returns the session's service counters (nil when diagnostics are off): one lookup for
-// both, and the Principal copied once, into the caller's operation.
-func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
+// both, and the Principal copied once, into the caller's operation. cs, when not nil, is
+// the memory of the channel the request was read on: a request naming the session it
+// remembers is answered from there, and any other refills it.
+func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal, cs *channelSession) (*serviceCounters, status.Code) {
+	if s := cs.remembered(token); s != nil {
+		// The timeout checked and refreshed in seen's own units: this runs for every Read.
+		at := t.since(now)
+		if time.Duration(at-s.seen.Load()) <= s.timeout {
+			s.seen.Store(at)
+			s.diag.touched(now)
+			*p = cs.principal
+			return cs.counters, status.Good
+		}
+	}
 	var c *serviceCounters
 	code := t.activeAt(token, channelID, now, func(s *session) status.Code {
 		*p, c = s.principal, s.diag.serviceCounters()
+		if cs != nil {
+			*cs = channelSession{token: token, s: s, epoch: s.epoch.Load(), principal: s.principal, counters: c}
+		}
 		return status.Good
 	})
+	if code != status.Good && cs != nil {
+		*cs = channelSession{}
+	}
 	return c, code
 }
 
@@ -355,33 +378,19 @@ type channelSession struct {
 	counters  *serviceCounters
 }
 
-// principalOn is principalAt for a request read on the channel whose memory is cs.
-func (t *sessions) principalOn(cs *channelSession, token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
-	if s := cs.s; s != nil && s.epoch.Load() == cs.epoch && token == cs.token {
-		at := t.since(now)
-		if time.Duration(at-s.seen.Load()) <= s.timeout {
-			s.seen.Store(at)
-			s.diag.touched(now)
-			*p = cs.principal
-			return cs.counters, status.Good
-		}
+// remembered returns the session cs holds for token while its epoch stays, else nil; cs
+// may be nil.
+func (cs *channelSession) remembered(token codec.NodeId) *session {
+	if cs == nil || cs.s == nil || cs.s.epoch.Load() != cs.epoch || token != cs.token {
+		return nil
 	}
-	var c *serviceCounters
-	code := t.activeAt(token, channelID, now, func(s *session) status.Code {
-		*p, c = s.principal, s.diag.serviceCounters()
-		*cs = channelSession{token: token, s: s, epoch: s.epoch.Load(), principal: s.principal, counters: c}
-		return status.Good
-	})
-	if code != status.Good {
-		*cs = channelSession{}
-	}
-	return c, code
+	return cs.s
 }
 
 // principal returns who the activated session of token is.
 func (t *sessions) principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
 	var p nodemgr.Principal
-	_, code := t.principalAt(token, channelID, t.now(), &p)
+	_, code := t.principalAt(token, channelID, t.now(), &p, nil)
 	return p, code
 }
 

@@ -11,7 +11,7 @@ import (
 	"uastack.dev/pkg/ua/status"
 )
 
-// TestChannelSessionMemory checks that a channel's memory of its session (principalOn)
+// TestChannelSessionMemory checks that a channel's memory of its session (principalAt with a channelSession)
 // answers like the table: it holds while the session is unchanged and gives way as soon
 // as the session moves to another channel, ends, or times out.
 func TestChannelSessionMemory(t *testing.T) {
@@ -28,7 +28,7 @@ func TestChannelSessionMemory(t *testing.T) {
 	var cs channelSession
 	read := func(channelID uint32) (nodemgr.Principal, status.Code) {
 		var p nodemgr.Principal
-		_, code := tab.principalOn(&cs, token, channelID, now, &p)
+		_, code := tab.principalAt(token, channelID, now, &p, &cs)
 		return p, code
 	}
 	p, code := read(1)
@@ -59,7 +59,7 @@ func TestChannelSessionMemory(t *testing.T) {
 
 	// Another token on the same channel is looked up, not taken for the remembered one.
 	var p2 nodemgr.Principal
-	_, code = tab.principalOn(&cs, codec.NewOpaqueNodeId(0, make([]byte, tokenLength)), 1, now, &p2)
+	_, code = tab.principalAt(codec.NewOpaqueNodeId(0, make([]byte, tokenLength)), 1, now, &p2, &cs)
 	require.Equal(t, status.BadSessionIdInvalid, code)
 
 	// Timed out: the memory gives way and the session ends.

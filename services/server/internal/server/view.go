@@ -92,15 +92,9 @@ func (rs *readState) release() {
 // checkRead makes the checks of a Read that come before any node is read: the session,
 // BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRead), MaxAge and
 // TimestampsToReturn. It sets *p to who asks and returns the session's service counters;
-// cs, when not nil, is the channel's memory of its session (principalOn).
+// cs, when not nil, is the channel's memory of its session (sessions.principalAt).
 func (s *Server) checkRead(ch *uasc.ServerChannel, cs *channelSession, m *ua.ReadRequest, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
-	var counters *serviceCounters
-	var code status.Code
-	if cs != nil {
-		counters, code = s.sessions.principalOn(cs, m.RequestHeader.AuthenticationToken, ch.ID(), now, p)
-	} else {
-		counters, code = s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p)
-	}
+	counters, code := s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p, cs)
 	if code == status.Good {
 		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
 	}
