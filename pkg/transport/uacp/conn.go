@@ -480,17 +480,17 @@ func (c *Conn) readPeerError(h Header) error {
 	return m.(*Error)
 }
 
-// WriteChunks writes whole chunks, each with its header, in order and coalesced into as few
-// system calls as the platform allows (net.Buffers). Each must be between HeaderSize and the
-// negotiated SendBufferSize long and carry its own length in its header. The bufs are only
-// read, and the caller keeps them: they may be reused or released once WriteChunks returns.
-// Writers are serialized by a mutex held only for the write itself, so build chunks before
-// calling. A failed write closes the connection, since part of a chunk may have gone out.
+// WriteChunks writes buffers of whole chunks, in order and coalesced into as few system
+// calls as the platform allows (net.Buffers). Each buffer holds one or more chunks back to
+// back, each between HeaderSize and the negotiated SendBufferSize long and carrying its own
+// length in its header. The bufs are only read, and the caller keeps them: they may be
+// reused or released once WriteChunks returns. Writers are serialized by a mutex held only
+// for the write itself, so build chunks before calling. A failed write closes the
+// connection, since part of a chunk may have gone out.
 func (c *Conn) WriteChunks(bufs ...[]byte) error {
 	for _, b := range bufs {
-		if len(b) < HeaderSize || uint32(len(b)) > c.neg.SendBufferSize ||
-			uint32(b[4])|uint32(b[5])<<8|uint32(b[6])<<16|uint32(b[7])<<24 != uint32(len(b)) {
-			return fmt.Errorf("uacp: chunk of %d bytes malformed or over send buffer of %d: %w", len(b), c.neg.SendBufferSize, status.BadTcpInternalError)
+		if err := c.checkChunks(b); err != nil {
+			return err
 		}
 	}
 	c.wmu.Lock()
@@ -501,14 +501,38 @@ func (c *Conn) WriteChunks(bufs ...[]byte) error {
 	if c.writeTimeout > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	}
-	c.wscratch = append(c.wscratch[:0], bufs...)
-	c.wbufs = c.wscratch
-	_, err := c.wbufs.WriteTo(c.nc)
-	clear(c.wscratch)
+	var err error
+	if len(bufs) == 1 {
+		_, err = c.nc.Write(bufs[0])
+	} else {
+		c.wscratch = append(c.wscratch[:0], bufs...)
+		c.wbufs = c.wscratch
+		_, err = c.wbufs.WriteTo(c.nc)
+		clear(c.wscratch)
+	}
 	c.wmu.Unlock()
 	if err != nil {
 		c.Close()
 		return readError("writing chunks", err)
+	}
+	return nil
+}
+
+// checkChunks checks that b is whole chunks back to back, none over the send buffer size.
+func (c *Conn) checkChunks(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("uacp: empty chunk buffer: %w", status.BadTcpInternalError)
+	}
+	for off := 0; off < len(b); {
+		rest := b[off:]
+		if len(rest) < HeaderSize {
+			return fmt.Errorf("uacp: %d bytes after the last whole chunk: %w", len(rest), status.BadTcpInternalError)
+		}
+		n := uint32(rest[4]) | uint32(rest[5])<<8 | uint32(rest[6])<<16 | uint32(rest[7])<<24
+		if n < HeaderSize || n > c.neg.SendBufferSize || uint64(n) > uint64(len(rest)) {
+			return fmt.Errorf("uacp: chunk of %d bytes (%d in the buffer) malformed or over send buffer of %d: %w", n, len(rest), c.neg.SendBufferSize, status.BadTcpInternalError)
+		}
+		off += int(n)
 	}
 	return nil
 }

@@ -525,9 +525,14 @@ func TestWriteChunksValidates(t *testing.T) {
 	c.neg = Negotiated{ReceiveBufferSize: 8192, SendBufferSize: 8192}
 	good := msgChunk(TypeMessage, ChunkFinal, 8)
 	require.NoError(t, c.WriteChunks(good, good))
+	two := append(append([]byte(nil), good...), good...)
+	require.NoError(t, c.WriteChunks(two, good), "a buffer may hold several chunks")
 	badSize := append([]byte(nil), good...)
 	badSize[4]++
-	for _, b := range [][]byte{good[:7], badSize, msgChunk(TypeMessage, ChunkFinal, 8192)} {
+	short := append([]byte(nil), two...)
+	short[4]-- // the first chunk ends a byte early, leaving a piece of one behind
+	for _, b := range [][]byte{good[:7], badSize, short, two[:len(two)-1], append(two, 'M', 'S', 'G'),
+		msgChunk(TypeMessage, ChunkFinal, 8192), nil} {
 		require.ErrorIs(t, c.WriteChunks(good, b), status.BadTcpInternalError)
 	}
 	require.NoError(t, c.WriteChunks(good), "a refused write leaves the connection usable")

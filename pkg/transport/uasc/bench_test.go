@@ -37,6 +37,12 @@ func (r *rawBody) TypeInfo() *codec.TypeInfo       { return rawBodyType }
 // connPair returns the two ends of a UACP connection over loopback TCP.
 func connPair(tb testing.TB) (client, server *uacp.Conn) {
 	tb.Helper()
+	return connPairWrapped(tb, nil)
+}
+
+// connPairWrapped is connPair with the server's net.Conn passed through wrap, if not nil.
+func connPairWrapped(tb testing.TB, wrap func(net.Conn) net.Conn) (client, server *uacp.Conn) {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(tb, err)
 	defer ln.Close()
@@ -46,6 +52,9 @@ func connPair(tb testing.TB) (client, server *uacp.Conn) {
 		nc, err := ln.Accept()
 		if err != nil {
 			return
+		}
+		if wrap != nil {
+			nc = wrap(nc)
 		}
 		server, _ = uacp.Accept(context.Background(), nc, uacp.ServerConfig{})
 	}()

@@ -61,7 +61,7 @@ type channel struct {
 	smu      sync.Mutex // guards sendSeq, sendTok, pending, flushing, holding, sendErr
 	sendSeq  uint32     // last sequence number sent
 	sendTok  *token
-	pending  [][]byte // sealed chunks waiting to be written, in order
+	pending  [][]byte // buffers of sealed chunks waiting to be written, in order
 	writing  [][]byte // the batch being written by the flusher
 	flushing bool     // a goroutine is writing; others only queue
 	// holding is set by the reading goroutine while more requests wait in the read-ahead
@@ -214,6 +214,29 @@ func (c *channel) enqueueLocked(async bool, chunks [][]byte) error {
 		c.backlog += len(b)
 	}
 	c.pending = append(c.pending, chunks...)
+	return c.pushLocked(async)
+}
+
+// enqueueCopyLocked is enqueueLocked for one sealed chunk the caller keeps: it is copied
+// behind the last chunk queued when that one's buffer has room, or into a fresh buffer, so
+// that the responses to pipelined requests leave as one contiguous write.
+func (c *channel) enqueueCopyLocked(async bool, chunk []byte) error {
+	if c.sendErr != nil {
+		c.smu.Unlock()
+		return c.sendErr
+	}
+	if n := len(c.pending); n > 0 && cap(c.pending[n-1])-len(c.pending[n-1]) >= len(chunk) {
+		c.pending[n-1] = append(c.pending[n-1], chunk...)
+	} else {
+		c.pending = append(c.pending, append(c.pool.Get(int(c.neg.SendBufferSize))[:0], chunk...))
+	}
+	c.backlog += len(chunk)
+	return c.pushLocked(async)
+}
+
+// pushLocked enforces the backlog bound and writes what is queued unless a writer is
+// active or the reading goroutine holds; it returns with smu released.
+func (c *channel) pushLocked(async bool) error {
 	if c.maxBacklog > 0 && c.backlog > c.maxBacklog {
 		// A peer that leaves this much unread would hold it for ever: end the channel
 		// rather than the server's memory. Closing the connection also frees a writer

@@ -13,11 +13,20 @@ import (
 // that sending allocates nothing in steady state.
 type encodeBuf struct {
 	e      codec.Encoder
-	chunks [][]byte // the pooled chunk buffers the encoder writes into, in order
+	chunks [][]byte // the chunk buffers the encoder writes into, in order; own first
 	src    chunkSource
+	// own is the buffer the first chunk of every message is encoded in. A small message is
+	// copied out of it into the send queue and own stays here, warm for the next message;
+	// a larger one is queued in it, and the next message takes a buffer from the pool.
+	own []byte
 }
 
 var encodePool = sync.Pool{New: func() any { return new(encodeBuf) }}
+
+// copyMax is the largest sealed chunk that is copied into the send queue rather than queued
+// in its own buffer: copying it costs less than a buffer from the pool, and the responses to
+// pipelined requests then leave as one contiguous write.
+const copyMax = 2048
 
 var zeroHeader [symBodyOffset]byte
 
@@ -34,6 +43,18 @@ type chunkSource struct {
 	limit   int
 	windows int
 	scratch []byte
+}
+
+// first returns the window of the message's first chunk, in the encodeBuf's own buffer.
+func (s *chunkSource) first() []byte {
+	size := int(s.c.neg.SendBufferSize)
+	if cap(s.eb.own) < size {
+		s.c.pool.Put(s.eb.own)
+		s.eb.own = s.c.pool.Get(size)
+	}
+	s.windows = 1
+	s.eb.chunks = append(s.eb.chunks, s.eb.own[:size])
+	return s.eb.own[symBodyOffset : symBodyOffset : symBodyOffset+s.maxBody]
 }
 
 func (s *chunkSource) NextChunk() []byte {
@@ -60,11 +81,12 @@ func (e *errTooLarge) Error() string {
 // sendMessage encodes msg as a service message and sends it as MSG (or CLO) chunks for
 // requestID.
 //
-// The message is encoded straight into the bodies of pooled chunk buffers, behind the
-// space reserved for the headers (codec.Encoder.ResetChunks): when one is full the encoder
+// The message is encoded straight into the bodies of chunk buffers, behind the space
+// reserved for the headers (codec.Encoder.ResetChunks): when one is full the encoder
 // continues in the next, and a message of several chunks is never copied. Once it is
 // encoded, every chunk is padded, signed and encrypted in place, under one lock so that no
-// other message's chunks come between them, and queued. A message over the peer's
+// other message's chunks come between them, and queued; a chunk of at most copyMax bytes is
+// copied behind the last one queued (enqueueCopyLocked). A message over the peer's
 // MaxMessageSize or MaxChunkCount is not sent and returns *errTooLarge; its encoding stops
 // taking buffers at MaxChunkCount. Safe for concurrent use.
 func (c *channel) sendMessage(t uacp.MessageType, requestID uint32, msg codec.Structure) error {
@@ -76,7 +98,7 @@ func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure
 	eb := encodePool.Get().(*encodeBuf)
 	defer encodePool.Put(eb)
 	eb.src = chunkSource{c: c, eb: eb, maxBody: c.maxSymBody(), limit: int(c.neg.MaxSendChunkCount)}
-	eb.e.ResetChunks(eb.src.NextChunk(), &eb.src)
+	eb.e.ResetChunks(eb.src.first(), &eb.src)
 	eb.e.Message(msg)
 	bodies := eb.e.Chunks()
 	n, err := eb.e.Len(), eb.e.Err()
@@ -88,11 +110,11 @@ func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure
 		eb.src = chunkSource{}
 	}()
 	if err != nil {
-		c.putAll(chunks)
+		c.putAll(chunks[1:])
 		return fmt.Errorf("uasc: encoding %s: %w", msg.TypeInfo().Name, err)
 	}
 	if eb.src.windows > len(chunks) || (c.neg.MaxSendMessageSize != 0 && uint64(n) > uint64(c.neg.MaxSendMessageSize)) {
-		c.putAll(chunks)
+		c.putAll(chunks[1:])
 		return &errTooLarge{size: n, chunks: eb.src.windows}
 	}
 	c.smu.Lock()
@@ -104,11 +126,15 @@ func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure
 		sz, err := c.sealSym(cb, t, ct, requestID, len(bodies[i]))
 		if err != nil {
 			c.smu.Unlock()
-			c.putAll(chunks)
+			c.putAll(chunks[1:])
 			return err
 		}
 		chunks[i] = cb[:sz]
 	}
+	if len(chunks) == 1 && len(chunks[0]) <= copyMax {
+		return c.enqueueCopyLocked(async, chunks[0])
+	}
+	eb.own = nil // queued with the message
 	return c.enqueueLocked(async, chunks)
 }
 

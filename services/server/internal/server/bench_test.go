@@ -52,10 +52,25 @@ func (c *discardConn) Write(b []byte) (int, error) {
 	if !c.discard.Load() {
 		return c.Conn.Write(b)
 	}
-	c.mu.Lock()
-	c.last = append(c.last[:0], b...)
-	c.mu.Unlock()
+	c.sink(b)
 	return len(b), nil
+}
+
+// sink keeps the last of the chunks in b, which may hold several back to back, and
+// returns how many it holds.
+func (c *discardConn) sink(b []byte) int {
+	n, last := 0, b
+	for rest := b; len(rest) >= 8; n++ {
+		size := int(binary.LittleEndian.Uint32(rest[4:8]))
+		if size < 8 || size > len(rest) {
+			break // kept whole, for lastResponse to reject
+		}
+		last, rest = rest[:size], rest[size:]
+	}
+	c.mu.Lock()
+	c.last = append(c.last[:0], last...)
+	c.mu.Unlock()
+	return n
 }
 
 // lastResponse decodes the service message of the last chunk written (a single MSG
