@@ -141,6 +141,10 @@ const (
 // DiagnosticInfo writes v.
 func (e *Encoder) DiagnosticInfo(v *DiagnosticInfo) {
 	e.fit()
+	if v.Mask == 0 && v.InnerDiagnosticInfo == nil {
+		e.buf = append(e.buf, 0)
+		return
+	}
 	mask := v.Mask &^ HasInnerDiagnosticInfo
 	if v.InnerDiagnosticInfo != nil {
 		mask |= HasInnerDiagnosticInfo

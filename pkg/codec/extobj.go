@@ -98,6 +98,10 @@ func (x *ExtensionObject) IsNull() bool {
 // encoding id and a length patched in after the body.
 func (e *Encoder) ExtensionObject(x *ExtensionObject) {
 	e.fit()
+	if x.IsNull() { // every request and response header's AdditionalHeader
+		e.buf = append(e.buf, nodeIDTwoByte, 0, ExtensionObjectNoBody)
+		return
+	}
 	if x.Value != nil {
 		e.NodeId(x.Value.TypeInfo().BinaryEncoding)
 		e.buf = append(e.buf, ExtensionObjectBinary)
@@ -135,6 +139,10 @@ func (e *Encoder) ExtensionObject(x *ExtensionObject) {
 // registered. The body must use exactly the length it declares.
 func (d *Decoder) ExtensionObject(x *ExtensionObject) {
 	*x = ExtensionObject{}
+	if d.pos+3 <= len(d.buf) && d.buf[d.pos] == nodeIDTwoByte && d.buf[d.pos+1] == 0 && d.buf[d.pos+2] == ExtensionObjectNoBody {
+		d.pos += 3 // null, as in nearly every request header
+		return
+	}
 	x.TypeID = d.NodeId()
 	x.Encoding = d.Byte()
 	switch x.Encoding {
