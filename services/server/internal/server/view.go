@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -31,13 +30,13 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	h := &m.RequestHeader // m is recycled only after the response is encoded
 	// Answered at once: the time the request was read stands for now throughout.
 	now := s.timeOf(req)
-	rs := readPool.Get().(*readState)
-	cs, _ := req.Channel.Local().(*channelSession)
-	if cs == nil {
-		cs = new(channelSession)
-		req.Channel.SetLocal(cs)
+	rc, _ := req.Channel.Local().(*readChannel)
+	if rc == nil {
+		rc = new(readChannel)
+		req.Channel.SetLocal(rc)
 	}
-	counters, code := s.checkRead(req.Channel, cs, m, now, &rs.op.Principal)
+	rs := &rc.read
+	counters, code := s.checkRead(req.Channel, &rc.session, m, now, &rs.op.Principal)
 	if code != status.Good {
 		rs.release()
 		s.respond(req, s.fault(*h, code))
@@ -64,29 +63,33 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	req.Recycle()
 }
 
+// readChannel is what a channel keeps for its inline Reads (uasc.ServerChannel.Local),
+// used only by its reading goroutine.
+type readChannel struct {
+	session channelSession
+	read    readState
+}
+
 // readState is the memory of one inline Read: the operation handed to the Space and the
-// response encoded from its Results. It is pooled; a Read owns it from readPool.Get until
-// release, which follows the encoding of the response.
+// response encoded from its Results. A channel has one, in use from the start of a Read
+// until release, which follows the encoding of the response.
 type readState struct {
 	op      nodemgr.ReadOp
 	resp    ua.ReadResponse
 	results []codec.DataValue
 }
 
-var readPool = sync.Pool{New: func() any { return new(readState) }}
+// maxKeptResults bounds the Results slice a readState keeps between Reads.
+const maxKeptResults = 1024
 
-// maxPooledResults bounds the Results slice a pooled readState keeps.
-const maxPooledResults = 1024
-
-// release clears rs, so that it holds no value of the Space, and returns it to readPool.
+// release clears rs, so that it holds no value of the Space nor anything of the request.
 func (rs *readState) release() {
 	results := rs.op.Results
 	clear(results)
-	if cap(results) > maxPooledResults {
+	if cap(results) > maxKeptResults {
 		results = nil
 	}
 	*rs = readState{results: results[:0]}
-	readPool.Put(rs)
 }
 
 // checkRead makes the checks of a Read that come before any node is read: the session,
