@@ -98,7 +98,9 @@ func (x *ExtensionObject) IsNull() bool {
 // encoding id and a length patched in after the body.
 func (e *Encoder) ExtensionObject(x *ExtensionObject) {
 	e.fit()
-	if x.IsNull() { // every request and response header's AdditionalHeader
+	if x.Value == nil && x.Encoding == ExtensionObjectNoBody && x.TypeID == (NodeId{}) {
+		// Every request and response header's AdditionalHeader. Only the numeric null
+		// NodeId: a null String or Guid one keeps its own form (IsNull is true for both).
 		e.buf = append(e.buf, nodeIDTwoByte, 0, ExtensionObjectNoBody)
 		return
 	}
