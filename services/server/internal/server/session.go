@@ -344,10 +344,14 @@ func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal, cs *channelSession) (*serviceCounters, status.Code) {
 	if s := cs.remembered(token); s != nil {
 		// The timeout checked and refreshed in seen's own units: this runs for every Read.
+		// The refresh is skipped within a millisecond of the last: a store is a locked
+		// instruction, and a timeout of seconds needs no finer time.
 		at := t.since(now)
-		if time.Duration(at-s.seen.Load()) <= s.timeout {
-			s.seen.Store(at)
-			s.diag.touched(now)
+		if last := s.seen.Load(); time.Duration(at-last) <= s.timeout {
+			if time.Duration(at-last) >= time.Millisecond {
+				s.seen.Store(at)
+				s.diag.touched(now)
+			}
 			*p = cs.principal
 			return cs.counters, status.Good
 		}

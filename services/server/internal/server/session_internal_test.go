@@ -47,6 +47,17 @@ func TestChannelSessionMemory(t *testing.T) {
 	_, code = read(1)
 	require.Equal(t, status.Good, code, "used 50 s ago: not timed out")
 
+	// Within a millisecond of the last refresh the session's time is left as it is.
+	seen := cs.s.seen.Load()
+	now = now.Add(500 * time.Microsecond)
+	_, code = read(1)
+	require.Equal(t, status.Good, code)
+	require.Equal(t, seen, cs.s.seen.Load())
+	now = now.Add(time.Millisecond)
+	_, code = read(1)
+	require.Equal(t, status.Good, code)
+	require.Equal(t, tab.since(now), cs.s.seen.Load())
+
 	// Moved to channel 2: channel 1's memory no longer holds.
 	_, code = tab.activate(token, 2, alice)
 	require.Equal(t, status.Good, code)
