@@ -38,8 +38,11 @@ func TestSmoke(t *testing.T) {
 			require.True(t, ok, "%s: %s", name, col)
 			require.Positive(t, v, "%s: %s", name, col)
 		}
-		_, ok = row.Get(colServerCPU)
+		cpu, ok := row.Get(colServerCPU)
 		require.True(t, ok, "%s: server CPU measured", name)
+		user, ok := row.Get(colServerUsr)
+		require.True(t, ok, "%s: server user CPU measured", name)
+		require.LessOrEqual(t, user, cpu, "%s: user CPU is part of the CPU", name)
 	}
 	require.Len(t, r.Charts, 1)
 	require.Len(t, r.Charts[0].Series, 2)
@@ -51,6 +54,7 @@ func TestSmoke(t *testing.T) {
 	require.Contains(t, md, "uastack/echo Reads/s, None: **")
 	require.Contains(t, md, "uastack server CPU per Read / echo server CPU per message, None: **")
 	require.Contains(t, md, "pkg/client CPU per Read / gopcua client CPU per Read")
+	require.Contains(t, md, "Server user CPU per Read, None: uastack ")
 
 	out := t.TempDir()
 	paths, err := r.WriteAll(out)

@@ -49,6 +49,7 @@ const (
 const (
 	colRate      = "Reads/s"
 	colServerCPU = "server CPU/Read"
+	colServerUsr = "of it user"
 	colClientCPU = "client CPU/Read"
 	colP50       = "p50"
 	colP90       = "p90"
@@ -186,6 +187,7 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		r.Add(report.Row{Name: t.name, Values: []report.Value{
 			{Name: colRate, Value: res.PerSecond(), Unit: "1/s"},
 			{Name: colServerCPU, Value: res.ServerMicros(), Unit: "µs"},
+			{Name: colServerUsr, Value: res.ServerUserMicros(), Unit: "µs"},
 			{Name: colClientCPU, Value: res.ClientMicros(), Unit: "µs"},
 			{Name: colP50, Value: ms(p[0]), Unit: "ms"},
 			{Name: colP90, Value: ms(p[1]), Unit: "ms"},
@@ -231,6 +233,13 @@ func addRatios(r *report.Report) {
 	}
 	if x, ok := ratio(rowUastackNone, rowEchoNone, colServerCPU); ok {
 		r.Note("uastack server CPU per Read / echo server CPU per message, None: **%.2f** (bar ≤ 1.2: %s).", x, verdict(x <= 1.2))
+	}
+	if own, ok := r.Row(rowUastackNone); ok {
+		if echo, ok := r.Row(rowEchoNone); ok {
+			ou, _ := own.Get(colServerUsr)
+			eu, _ := echo.Get(colServerUsr)
+			r.Note("Server user CPU per Read, None: uastack %.2f µs, echo %.2f µs per message; the rest is the kernel's work for their system calls.", ou, eu)
+		}
 	}
 	if x, ok := ratio(rowUastackSaE, rowEchoNone, colRate); ok {
 		r.Note("uastack/echo Reads/s, Basic256Sha256 SignAndEncrypt against the None ceiling: **%.2f** (bar ≥ 0.35: %s).", x, verdict(x >= 0.35))

@@ -36,10 +36,13 @@ type Result struct {
 	Requests  int64
 	Window    time.Duration
 	ServerCPU time.Duration // of ServerPid over the window
-	ClientCPU time.Duration // of this process over the window
-	Allocs    uint64        // heap allocations of this process over the window
-	AllocB    uint64        // bytes allocated by this process over the window
-	Latencies []time.Duration
+	// ServerUser is the user part of ServerCPU: the server's own code and its runtime,
+	// without the kernel's work for its system calls.
+	ServerUser time.Duration
+	ClientCPU  time.Duration // of this process over the window
+	Allocs     uint64        // heap allocations of this process over the window
+	AllocB     uint64        // bytes allocated by this process over the window
+	Latencies  []time.Duration
 }
 
 // PerSecond is the request rate over the window.
@@ -48,6 +51,11 @@ func (r Result) PerSecond() float64 { return float64(r.Requests) / r.Window.Seco
 // ServerMicros is the server CPU per request in µs.
 func (r Result) ServerMicros() float64 {
 	return float64(r.ServerCPU.Microseconds()) / float64(max(r.Requests, 1))
+}
+
+// ServerUserMicros is the server's user CPU per request in µs.
+func (r Result) ServerUserMicros() float64 {
+	return float64(r.ServerUser.Microseconds()) / float64(max(r.Requests, 1))
 }
 
 // ClientMicros is the client CPU per request in µs.
@@ -60,6 +68,7 @@ func (r *Result) Add(o Result) {
 	r.Requests += o.Requests
 	r.Window += o.Window
 	r.ServerCPU += o.ServerCPU
+	r.ServerUser += o.ServerUser
 	r.ClientCPU += o.ClientCPU
 	r.Allocs += o.Allocs
 	r.AllocB += o.AllocB
@@ -143,10 +152,11 @@ func Run(ctx context.Context, dial Dial, o Options) (Result, error) {
 	runtime.ReadMemStats(&ms)
 	res.Allocs, res.AllocB = ms.Mallocs-mallocs, ms.TotalAlloc-bytes
 	if server != nil {
-		var err error
-		if res.ServerCPU, err = server.Stop(); err != nil && firstErr == nil {
+		user, sys, err := server.StopSplit()
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
+		res.ServerCPU, res.ServerUser = user+sys, user
 	}
 	close(stop)
 	cancel()

@@ -19,67 +19,84 @@ const clockTick = 10 * time.Millisecond
 // CPUTime returns the user plus system CPU time process pid has used so far, to 10 ms
 // resolution, including that of its finished and waited-for children.
 func CPUTime(pid int) (time.Duration, error) {
+	u, s, err := CPUTimes(pid)
+	return u + s, err
+}
+
+// CPUTimes returns the user and the system CPU time process pid has used so far, each to
+// 10 ms resolution, including that of its finished and waited-for children.
+func CPUTimes(pid int) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name (field 2) is in parentheses and may hold spaces: split after it.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("proc: malformed %q", s)
+		return 0, 0, fmt.Errorf("proc: malformed %q", s)
 	}
 	f := strings.Fields(s[i+1:])
 	// f[0] is field 3 (state); utime, stime, cutime, cstime are fields 14–17.
 	if len(f) < 15 {
-		return 0, fmt.Errorf("proc: short stat line %q", s)
+		return 0, 0, fmt.Errorf("proc: short stat line %q", s)
 	}
-	var total int64
-	for _, k := range []int{11, 12, 13, 14} {
-		v, err := strconv.ParseInt(f[k], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("proc: field %d: %w", k+3, err)
+	var v [4]int64
+	for j, k := range []int{11, 12, 13, 14} {
+		if v[j], err = strconv.ParseInt(f[k], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("proc: field %d: %w", k+3, err)
 		}
-		total += v
 	}
-	return time.Duration(total) * clockTick, nil
+	return time.Duration(v[0]+v[2]) * clockTick, time.Duration(v[1]+v[3]) * clockTick, nil
 }
 
 // SelfCPU returns the user plus system CPU time this process has used so far, to
 // microsecond resolution.
 func SelfCPU() time.Duration {
+	u, s := selfCPUTimes()
+	return u + s
+}
+
+func selfCPUTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // Meter measures the CPU one process spends over a window.
 type Meter struct {
-	pid   int // 0 for this process
-	start time.Duration
+	pid       int // 0 for this process
+	user, sys time.Duration
 }
 
 // Start begins a window for pid (0 = this process).
 func Start(pid int) (*Meter, error) {
 	m := &Meter{pid: pid}
-	t, err := m.now()
-	m.start = t
+	var err error
+	m.user, m.sys, err = m.now()
 	return m, err
 }
 
 // Stop returns the CPU time spent since Start.
 func (m *Meter) Stop() (time.Duration, error) {
-	t, err := m.now()
-	return t - m.start, err
+	u, s, err := m.StopSplit()
+	return u + s, err
 }
 
-func (m *Meter) now() (time.Duration, error) {
+// StopSplit returns the user and the system CPU time spent since Start.
+func (m *Meter) StopSplit() (user, sys time.Duration, err error) {
+	u, s, err := m.now()
+	return u - m.user, s - m.sys, err
+}
+
+func (m *Meter) now() (user, sys time.Duration, err error) {
 	if m.pid == 0 {
-		return SelfCPU(), nil
+		u, s := selfCPUTimes()
+		return u, s, nil
 	}
-	return CPUTime(m.pid)
+	return CPUTimes(m.pid)
 }
 
 // RSS reads the resident set size of process pid (VmRSS of /proc/<pid>/status) in bytes.

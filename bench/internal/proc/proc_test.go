@@ -13,6 +13,8 @@ import (
 func TestCPUTime(t *testing.T) {
 	before, err := CPUTime(os.Getpid())
 	require.NoError(t, err)
+	userBefore, _, err := CPUTimes(os.Getpid())
+	require.NoError(t, err)
 	self := SelfCPU()
 	deadline := time.Now().Add(20 * time.Second)
 	x := 0
@@ -26,6 +28,9 @@ func TestCPUTime(t *testing.T) {
 	after, err := CPUTime(os.Getpid())
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, after-before, 150*time.Millisecond, "/proc ticks are 10 ms")
+	userAfter, _, err := CPUTimes(os.Getpid())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, userAfter-userBefore, 150*time.Millisecond, "the loop burns user time")
 	_, err = CPUTime(1 << 30)
 	require.Error(t, err)
 
@@ -34,4 +39,8 @@ func TestCPUTime(t *testing.T) {
 	d, err := m.Stop()
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, d, time.Duration(0))
+	u, s, err := m.StopSplit()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, u, time.Duration(0))
+	require.GreaterOrEqual(t, s, time.Duration(0))
 }
