@@ -128,16 +128,13 @@ type Request struct {
 }
 
 // Recycle hands r.Message back to its channel, which decodes a later request of the same
-// type into it (codec.Decoder.MessageInto) instead of allocating one. Call it at most once,
-// and only when nothing refers to the message or to a slice decoded into it any more:
-// typically after Respond returned for a request answered on the Handler's goroutine.
-// Strings decoded into it may be kept: they are never overwritten. Safe for concurrent use.
-func (r Request) Recycle() {
-	sc := r.Channel
-	sc.spareMu.Lock()
-	sc.spare = r.Message
-	sc.spareMu.Unlock()
-}
+// type into it (codec.Decoder.MessageInto) instead of allocating one. It is for a request
+// answered on the Handler's goroutine: call it there, at most once, before the Handler
+// returns, and only when nothing refers to the message or to a slice decoded into it any
+// more (after Respond returned). Strings decoded into it may be kept: they are never
+// overwritten. A request answered on another goroutine is not recycled: the channel's
+// spare belongs to its reading goroutine, so that taking and returning it costs no lock.
+func (r Request) Recycle() { r.Channel.spare = r.Message }
 
 // Respond sends msg as the response to r. It is safe for concurrent use. A response over
 // the client's MaxMessageSize or MaxChunkCount is replaced by a ServiceFault with
@@ -307,9 +304,8 @@ type ServerChannel struct {
 	// without a copy.
 	dec codec.Decoder
 	// spare is the last request handed back by Request.Recycle, decoded into by the next
-	// request of its type.
-	spareMu sync.Mutex // guards spare
-	spare   codec.Structure
+	// request of its type; only the reading goroutine uses it.
+	spare codec.Structure
 	// local is the Handler's own state of the channel (Local, SetLocal).
 	local any
 }
@@ -835,18 +831,12 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 	}
 	d := &sc.dec
 	d.Reset(msg)
-	sc.spareMu.Lock()
 	spare := sc.spare
 	sc.spare = nil
-	sc.spareMu.Unlock()
 	m := d.MessageInto(spare)
 	if spare != nil && m != spare {
 		// Not of this request's type (or the decode failed): keep it for a later one.
-		sc.spareMu.Lock()
-		if sc.spare == nil {
-			sc.spare = spare
-		}
-		sc.spareMu.Unlock()
+		sc.spare = spare
 	}
 	sc.asm.reset()
 	if err := d.Err(); err != nil {
