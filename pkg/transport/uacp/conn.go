@@ -454,9 +454,8 @@ func (c *Conn) ChunkBuffered() bool {
 	if c.r == nil || c.r.Buffered() < HeaderSize {
 		return false
 	}
-	h, _ := c.r.Peek(HeaderSize) // buffered: does not read
-	size := int(uint32(h[4]) | uint32(h[5])<<8 | uint32(h[6])<<16 | uint32(h[7])<<24)
-	return c.r.Buffered() >= size
+	b, _ := c.r.Peek(HeaderSize) // buffered: does not read
+	return c.r.Buffered() >= int(chunkSize(b))
 }
 
 // readPeerError reads and returns the ERR whose header is h, and closes the connection.
@@ -528,7 +527,7 @@ func (c *Conn) checkChunks(b []byte) error {
 		if len(rest) < HeaderSize {
 			return fmt.Errorf("uacp: %d bytes after the last whole chunk: %w", len(rest), status.BadTcpInternalError)
 		}
-		n := uint32(rest[4]) | uint32(rest[5])<<8 | uint32(rest[6])<<16 | uint32(rest[7])<<24
+		n := chunkSize(rest)
 		if n < HeaderSize || n > c.neg.SendBufferSize || uint64(n) > uint64(len(rest)) {
 			return fmt.Errorf("uacp: chunk of %d bytes (%d in the buffer) malformed or over send buffer of %d: %w", n, len(rest), c.neg.SendBufferSize, status.BadTcpInternalError)
 		}

@@ -87,9 +87,13 @@ func ParseHeader(b []byte) (Header, error) {
 	return Header{
 		Type:      MessageType(b[0]) | MessageType(b[1])<<8 | MessageType(b[2])<<16,
 		ChunkType: b[3],
-		Size:      binary.LittleEndian.Uint32(b[4:]),
+		Size:      chunkSize(b),
 	}, nil
 }
+
+// chunkSize returns the MessageSize field of the header that b begins with; b holds at
+// least HeaderSize bytes.
+func chunkSize(b []byte) uint32 { return binary.LittleEndian.Uint32(b[4:HeaderSize]) }
 
 // Message is one of the connection-protocol messages: *Hello, *Acknowledge, *Error or
 // *ReverseHello.

@@ -290,13 +290,23 @@ func (t *sessions) lookupAtLocked(token codec.NodeId, now time.Time) (*session, 
 		t.endLocked(s, false)
 		return nil, status.BadSessionIdInvalid
 	}
-	t.touch(s, now)
+	s.touch(now, t.since(now))
 	return s, status.Good
 }
 
-// touch records that a request named s at now, which restarts its timeout.
-func (t *sessions) touch(s *session, now time.Time) {
-	s.seen.Store(t.since(now))
+// touch records that a request named s at now (at: now as the table's seen time), which
+// restarts its timeout. Within a millisecond of the last refresh it leaves the times as
+// they are: a store is a locked instruction, every request makes one, and a timeout of
+// seconds needs no finer time.
+func (s *session) touch(now time.Time, at int64) {
+	if at-s.seen.Load() >= int64(time.Millisecond) {
+		s.refresh(now, at)
+	}
+}
+
+// refresh is touch's store, out of line so that touch inlines into every request's path.
+func (s *session) refresh(now time.Time, at int64) {
+	s.seen.Store(at)
 	s.diag.touched(now)
 }
 
@@ -343,15 +353,9 @@ func (t *sessions) countersOf(token codec.NodeId) *serviceCounters {
 // remembers is answered from there, and any other refills it.
 func (t *sessions) principalAt(token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal, cs *channelSession) (*serviceCounters, status.Code) {
 	if s := cs.remembered(token); s != nil {
-		// The timeout checked and refreshed in seen's own units: this runs for every Read.
-		// The refresh is skipped within a millisecond of the last: a store is a locked
-		// instruction, and a timeout of seconds needs no finer time.
-		at := t.since(now)
-		if last := s.seen.Load(); time.Duration(at-last) <= s.timeout {
-			if time.Duration(at-last) >= time.Millisecond {
-				s.seen.Store(at)
-				s.diag.touched(now)
-			}
+		// The timeout checked in seen's own units: this runs for every Read.
+		if at := t.since(now); time.Duration(at-s.seen.Load()) <= s.timeout {
+			s.touch(now, at)
 			*p = cs.principal
 			return cs.counters, status.Good
 		}
