@@ -5,7 +5,7 @@
 // servers (gopcua's, node-opcua's). Each server is its own process, so that its CPU time
 // per Read is its own.
 //
-//	go run ./bench/cmd/read [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-sweep 1,2,5,10] [-set key=value] [-out bench/out]
+//	go run ./bench/cmd/read [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-sweep 1,2,5,10] [-set key=value] [-against bin] [-out bench/out]
 package main
 
 import (
@@ -33,6 +33,7 @@ type options struct {
 	quiet       bool
 	sets        []string // extra --set key=value for the uastack server
 	cpuprofile  string   // file for a CPU profile of the clients, labelled by target
+	against     string   // another build of the server, measured None beside this one
 }
 
 func parse(args []string) (options, error) {
@@ -48,6 +49,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.peers, "peers", "gopcua,node-opcua", "peer servers to measure too (comma-separated; empty for none)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the clients) to the file; samples carry a target label")
+	fs.StringVar(&o.against, "against", "", "another build of the server (a binary, e.g. of an older commit) to measure with None beside this one, for an A/B in one run")
 	fs.Func("set", "extra key=value for the uastack server's configuration (repeatable), e.g. observability.metricsAddr=127.0.0.1:6060 to profile it", func(s string) error {
 		o.sets = append(o.sets, s)
 		return nil

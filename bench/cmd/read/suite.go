@@ -43,6 +43,7 @@ const (
 	rowGopcuaSrv   = "gopcua server None"
 	rowNodeNone    = "node-opcua server None"
 	rowNodeSaE     = "node-opcua server Basic256Sha256 SignAndEncrypt"
+	rowAgainst     = "-against build None"
 )
 
 // Column names.
@@ -96,6 +97,16 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	targets := []target{
 		{name: rowUastackNone, pid: srv.Pid(), dial: ours(policy.URINone, ua.MessageSecurityModeNone)},
 		{name: rowUastackSaE, pid: srv.Pid(), dial: ours(policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt)},
+	}
+	if o.against != "" {
+		other, err := uaserver.Start(ctx, o.against, filepath.Join(dir, "against"), ident, sets...)
+		if err != nil {
+			return nil, fmt.Errorf("-against: %w", err)
+		}
+		defer other.Stop()
+		targets = append(targets, target{name: rowAgainst, pid: other.Pid(),
+			dial: pkgClient(other.URL, policy.URINone, ua.MessageSecurityModeNone, client.InsecureSkipVerify())})
+		r.Note("%s: %s.", rowAgainst, o.against)
 	}
 
 	// The ceiling exchanges frames of the sizes uastack's Read request and response have
@@ -240,6 +251,10 @@ func addRatios(r *report.Report) {
 			eu, _ := echo.Get(colServerUsr)
 			r.Note("Server user CPU per Read, None: uastack %.2f µs, echo %.2f µs per message; the rest is the kernel's work for their system calls.", ou, eu)
 		}
+	}
+	if x, ok := ratio(rowUastackNone, rowAgainst, colServerCPU); ok {
+		y, _ := ratio(rowUastackNone, rowAgainst, colServerUsr)
+		r.Note("This build / the -against build, None: server CPU per Read %.2f, of it user %.2f.", x, y)
 	}
 	if x, ok := ratio(rowUastackSaE, rowEchoNone, colRate); ok {
 		r.Note("uastack/echo Reads/s, Basic256Sha256 SignAndEncrypt against the None ceiling: **%.2f** (bar ≥ 0.35: %s).", x, verdict(x >= 0.35))
