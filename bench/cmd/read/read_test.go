@@ -11,6 +11,7 @@ import (
 
 	"uastack.dev/bench/internal/child"
 	"uastack.dev/bench/internal/report"
+	"uastack.dev/bench/internal/uaserver"
 )
 
 // TestMain lets the test binary serve as the suite's echo and gopcua children.
@@ -82,4 +83,28 @@ func TestFrameSizes(t *testing.T) {
 	// 8 + 104 + 1 + 32 = 145 → 160 encrypted, plus 16 B of plain headers.
 	require.Equal(t, 176, frameSignAndEncrypt(104))
 	require.Equal(t, 0, frameSignAndEncrypt(103)%16)
+}
+
+// TestAgainst runs an A/B at a tiny scale: this build against another binary (here the
+// same server, built once more) measures just the two and the None ceiling, and notes
+// their ratio.
+func TestAgainst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	bin, err := uaserver.Build(ctx, t.TempDir())
+	require.NoError(t, err)
+	o, err := parse([]string{"-clients", "2", "-outstanding", "2", "-warmup", "100ms", "-duration", "300ms", "-rounds", "1", "-peers", "", "-quiet", "-against", bin})
+	require.NoError(t, err)
+	r, err := run(ctx, o, t.TempDir(), report.NewProgress(true))
+	require.NoError(t, err)
+	var names []string
+	for _, row := range r.Rows {
+		names = append(names, row.Name)
+	}
+	require.Equal(t, []string{rowUastackNone, rowAgainst, rowEchoNone}, names)
+	row, _ := r.Row(rowAgainst)
+	v, ok := row.Get(colServerCPU)
+	require.True(t, ok)
+	require.Positive(t, v)
+	require.Contains(t, r.Markdown(), "This build / the -against build, None: server CPU per Read ")
 }

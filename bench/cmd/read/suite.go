@@ -163,6 +163,13 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		}
 	}
 
+	if o.against != "" {
+		// An A/B run: only the two builds and their ceiling, so that each gets more of
+		// the run's time.
+		targets = slices.DeleteFunc(targets, func(t target) bool {
+			return t.name != rowUastackNone && t.name != rowAgainst && t.name != rowEchoNone
+		})
+	}
 	results := make([]drive.Result, len(targets))
 	failed := make([]bool, len(targets))
 	for round := range o.rounds {
