@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "directory for notify.md and notify.json")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), report.Signals...)
 	defer stop()
 	r, err := run(ctx, o, os.Stderr)
 	if r != nil {

@@ -72,7 +72,7 @@ func main() {
 		}
 		o.counts = append(o.counts, n)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), report.Signals...)
 	defer stop()
 	r, err := run(ctx, o, os.Stderr)
 	if r != nil {

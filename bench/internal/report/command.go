@@ -6,9 +6,10 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 )
 
-// Main runs one suite as a command: run gets a context that SIGINT cancels and a
+// Main runs one suite as a command: run gets a context that SIGINT or SIGTERM cancels and a
 // temporary folder that is removed afterwards; the report's files go to out, its
 // Markdown to standard output. A failure is printed with the suite's name and exits 1.
 func Main(suite, out string, run func(ctx context.Context, dir string) (*Report, error)) {
@@ -18,8 +19,13 @@ func Main(suite, out string, run func(ctx context.Context, dir string) (*Report,
 	}
 }
 
+// Signals end a suite: its context is cancelled, so that the servers it started are stopped
+// and its temporary folder removed, whether it is interrupted at the terminal or terminated
+// by a script.
+var Signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
 func mainErr(suite, out string, run func(ctx context.Context, dir string) (*Report, error)) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), Signals...)
 	defer stop()
 	dir, err := os.MkdirTemp("", "uastack-bench-"+suite+"-")
 	if err != nil {

@@ -1,11 +1,16 @@
 package report
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,4 +102,34 @@ func TestProgressQuiet(t *testing.T) {
 	p.Update(0.5)
 	p.Done()
 	require.Nil(t, p.w)
+}
+
+// TestMainEndsOnSIGTERM runs a suite in a child process (this test binary again) that waits
+// on its context, and terminates the child: the context is cancelled, the suite returns,
+// and its temporary folder is removed, as the servers it started would be stopped.
+func TestMainEndsOnSIGTERM(t *testing.T) {
+	if os.Getenv("UASTACK_REPORT_MAIN_CHILD") == "1" {
+		Main("sigterm", t.TempDir(), func(ctx context.Context, dir string) (*Report, error) {
+			fmt.Println(dir)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMainEndsOnSIGTERM$")
+	cmd.Env = append(os.Environ(), "UASTACK_REPORT_MAIN_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	dir := strings.TrimSpace(line)
+	require.DirExists(t, dir)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &ee)
+	require.Equal(t, 1, ee.ExitCode(), "the suite failed with its context's error, not killed by the signal")
+	require.NoDirExists(t, dir)
 }
