@@ -49,7 +49,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.peers, "peers", "gopcua,node-opcua", "peer servers to measure too (comma-separated; empty for none)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the clients) to the file; samples carry a target label")
-	fs.StringVar(&o.against, "against", "", "another build of the server (a binary, e.g. of an older commit): an A/B run that measures only it and this build with None, and the None ceiling")
+	fs.StringVar(&o.against, "against", "", "another build of the server (a binary, e.g. of an older commit): an A/B run that measures only it and this build with None, and the None ceiling; no peers")
 	fs.Func("set", "extra key=value for the uastack server's configuration (repeatable), e.g. observability.metricsAddr=127.0.0.1:6060 to profile it", func(s string) error {
 		o.sets = append(o.sets, s)
 		return nil

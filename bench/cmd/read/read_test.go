@@ -86,14 +86,14 @@ func TestFrameSizes(t *testing.T) {
 }
 
 // TestAgainst runs an A/B at a tiny scale: this build against another binary (here the
-// same server, built once more) measures just the two and the None ceiling, and notes
-// their ratio.
+// same server, built once more) measures just the two and the None ceiling, leaving out
+// the peer it is asked for, and notes their ratio.
 func TestAgainst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	bin, err := uaserver.Build(ctx, t.TempDir())
 	require.NoError(t, err)
-	o, err := parse([]string{"-clients", "2", "-outstanding", "2", "-warmup", "100ms", "-duration", "300ms", "-rounds", "1", "-peers", "", "-quiet", "-against", bin})
+	o, err := parse([]string{"-clients", "2", "-outstanding", "2", "-warmup", "100ms", "-duration", "300ms", "-rounds", "1", "-peers", "gopcua", "-quiet", "-against", bin})
 	require.NoError(t, err)
 	r, err := run(ctx, o, t.TempDir(), report.NewProgress(true))
 	require.NoError(t, err)

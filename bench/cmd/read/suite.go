@@ -134,7 +134,11 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	targets = append(targets, target{name: rowGopcuaCli, pid: srv.Pid(), dial: gopcuaClient(srv.URL), peer: true})
 
 	peerOpts := []client.Option{client.Certificate(ident.DER, ident.Key), client.Application(ident.URI, "uastack bench"), client.InsecureSkipVerify()}
-	for _, peer := range strings.Split(o.peers, ",") {
+	peers := o.peers
+	if o.against != "" {
+		peers = "" // not measured in an A/B run (below)
+	}
+	for _, peer := range strings.Split(peers, ",") {
 		switch strings.TrimSpace(peer) {
 		case "":
 		case "gopcua":
