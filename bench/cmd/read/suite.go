@@ -94,11 +94,13 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		return pkgClient(srv.URL, pol, mode, client.Certificate(ident.DER, ident.Key),
 			client.Application(ident.URI, "uastack bench"), client.TrustStore(ident.PKI))
 	}
-	targets := []target{
-		{name: rowUastackNone, pid: srv.Pid(), dial: ours(policy.URINone, ua.MessageSecurityModeNone)},
-		{name: rowUastackSaE, pid: srv.Pid(), dial: ours(policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt)},
-	}
-	if o.against != "" {
+	// An A/B run (-against) measures only the two builds with None and their ceiling, so
+	// that each gets more of the run's time.
+	ab := o.against != ""
+	targets := []target{{name: rowUastackNone, pid: srv.Pid(), dial: ours(policy.URINone, ua.MessageSecurityModeNone)}}
+	if !ab {
+		targets = append(targets, target{name: rowUastackSaE, pid: srv.Pid(), dial: ours(policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt)})
+	} else {
 		other, err := uaserver.Start(ctx, o.against, filepath.Join(dir, "against"), ident, sets...)
 		if err != nil {
 			return nil, fmt.Errorf("-against: %w", err)
@@ -115,14 +117,18 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range []struct {
+	echoes := []struct {
 		name    string
 		reqLen  int
 		respLen int
 	}{
 		{rowEchoNone, frameNone(len(reqBody)), frameNone(len(respBody))},
 		{rowEchoSaE, frameSignAndEncrypt(len(reqBody)), frameSignAndEncrypt(len(respBody))},
-	} {
+	}
+	if ab {
+		echoes = echoes[:1]
+	}
+	for _, e := range echoes {
 		echo, err := child.Start(ctx, "echo", hex.EncodeToString(responseFrame(respBody, e.respLen)))
 		if err != nil {
 			return nil, err
@@ -131,13 +137,14 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		targets = append(targets, target{name: e.name, pid: echo.Pid(), dial: echoDial(echo.Addr, e.reqLen, len(respBody))})
 		r.Note("%s: request frame %d B, response frame %d B.", e.name, e.reqLen, e.respLen)
 	}
-	targets = append(targets, target{name: rowGopcuaCli, pid: srv.Pid(), dial: gopcuaClient(srv.URL), peer: true})
+	peers := o.peers
+	if ab {
+		peers = ""
+	} else {
+		targets = append(targets, target{name: rowGopcuaCli, pid: srv.Pid(), dial: gopcuaClient(srv.URL), peer: true})
+	}
 
 	peerOpts := []client.Option{client.Certificate(ident.DER, ident.Key), client.Application(ident.URI, "uastack bench"), client.InsecureSkipVerify()}
-	peers := o.peers
-	if o.against != "" {
-		peers = "" // not measured in an A/B run (below)
-	}
 	for _, peer := range strings.Split(peers, ",") {
 		switch strings.TrimSpace(peer) {
 		case "":
@@ -167,13 +174,6 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		}
 	}
 
-	if o.against != "" {
-		// An A/B run: only the two builds and their ceiling, so that each gets more of
-		// the run's time.
-		targets = slices.DeleteFunc(targets, func(t target) bool {
-			return t.name != rowUastackNone && t.name != rowAgainst && t.name != rowEchoNone
-		})
-	}
 	results := make([]drive.Result, len(targets))
 	failed := make([]bool, len(targets))
 	for round := range o.rounds {

@@ -359,18 +359,18 @@ func (v view) userAccessLevel(roles []codec.NodeId) uint8 {
 
 // lookupLocked finds id among the run-time nodes, then in namespace 0; s.mu must be held.
 func (s *Space) lookupLocked(id codec.NodeId) (view, bool) {
-	e := s.entries.get(id)
-	if e != nil {
-		if e.n != nil {
+	if e := s.entries.get(id); e != nil {
+		switch {
+		case e.n != nil:
 			return view{n: e.n, e: e}, true
-		}
-		if e.inTable {
+		case e.inTable:
 			return view{tab: e.tab, e: e}, true
 		}
+		return view{}, false // the entry was made knowing whether the tables hold its node
 	}
 	if id.Namespace() == 0 && id.Type() == codec.IDNumeric {
 		if t, ok := ns0.Lookup(id.IntID()); ok {
-			return view{tab: t, e: e}, true
+			return view{tab: t}, true
 		}
 	}
 	return view{}, false
