@@ -3671,6 +3671,243 @@ func (*ProgramDiagnostic2DataType) TypeInfo() *codec.TypeInfo {
 // TypeInfo describes the Annotation DataType and its encodings.
 func (*Annotation) TypeInfo() *codec.TypeInfo { return typeInfoAnnotation }
 
+// Header returns the ResponseHeader that the message starts with.
+func (v *ServiceFault) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *FindServersRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *FindServersResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *FindServersOnNetworkRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *FindServersOnNetworkResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *GetEndpointsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *GetEndpointsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *RegisterServerRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *RegisterServerResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *RegisterServer2Request) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *RegisterServer2Response) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *OpenSecureChannelRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *OpenSecureChannelResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CloseSecureChannelRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CloseSecureChannelResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CreateSessionRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CreateSessionResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *ActivateSessionRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *ActivateSessionResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CloseSessionRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CloseSessionResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CancelRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CancelResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *AddNodesRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *AddNodesResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *AddReferencesRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *AddReferencesResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *DeleteNodesRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *DeleteNodesResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *DeleteReferencesRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *DeleteReferencesResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *BrowseRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *BrowseResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *BrowseNextRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *BrowseNextResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *TranslateBrowsePathsToNodeIdsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *TranslateBrowsePathsToNodeIdsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *RegisterNodesRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *RegisterNodesResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *UnregisterNodesRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *UnregisterNodesResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *QueryFirstRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *QueryFirstResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *QueryNextRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *QueryNextResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *ReadRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *ReadResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *HistoryReadRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *HistoryReadResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *WriteRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *WriteResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *HistoryUpdateRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *HistoryUpdateResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CallRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CallResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CreateMonitoredItemsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CreateMonitoredItemsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *ModifyMonitoredItemsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *ModifyMonitoredItemsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *SetMonitoringModeRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *SetMonitoringModeResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *SetTriggeringRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *SetTriggeringResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *DeleteMonitoredItemsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *DeleteMonitoredItemsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *CreateSubscriptionRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *CreateSubscriptionResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *ModifySubscriptionRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *ModifySubscriptionResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *SetPublishingModeRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *SetPublishingModeResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *PublishRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *PublishResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *RepublishRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *RepublishResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *TransferSubscriptionsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *TransferSubscriptionsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
+// Header returns the RequestHeader that the message starts with.
+func (v *DeleteSubscriptionsRequest) Header() *RequestHeader { return &v.RequestHeader }
+
+// Header returns the ResponseHeader that the message starts with.
+func (v *DeleteSubscriptionsResponse) Header() *ResponseHeader { return &v.ResponseHeader }
+
 // Every structure implements codec.Structure on its pointer.
 var (
 	_ codec.Structure = (*Union)(nil)

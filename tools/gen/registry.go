@@ -37,6 +37,13 @@ func emitRegistry(m *model) []byte {
 		fmt.Fprintf(&b, "func (*%s) TypeInfo() *codec.TypeInfo { return %s }\n\n", t.name, typeInfoVar(t))
 	}
 
+	for _, t := range m.structs {
+		if h := headerField(t); h != "" {
+			fmt.Fprintf(&b, "// Header returns the %s that the message starts with.\n", h)
+			fmt.Fprintf(&b, "func (v *%s) Header() *%s { return &v.%s }\n\n", t.name, h, h)
+		}
+	}
+
 	b.WriteString("// Every structure implements codec.Structure on its pointer.\nvar (\n")
 	for _, t := range m.structs {
 		fmt.Fprintf(&b, "_ codec.Structure = (*%s)(nil)\n", t.name)
@@ -59,4 +66,20 @@ func emitRegistry(m *model) []byte {
 		b.WriteString("} {\nif !codec.Register(t) {\npanic(\"ua: a NodeId of \" + t.Name + \" is registered twice\")\n}\n}\n}\n")
 	}
 	return goSource("ua", &b, codecImport, idImport)
+}
+
+// headerField returns "RequestHeader" or "ResponseHeader" when t is a service message that
+// starts with one (Part 4 §7.32, §7.33), else "".
+func headerField(t *structType) string {
+	if t.kind != plainStruct || len(t.fields) == 0 {
+		return ""
+	}
+	f := t.fields[0]
+	if f.array || f.typ.st == nil {
+		return ""
+	}
+	if n := f.typ.st.name; f.name == n && (n == "RequestHeader" || n == "ResponseHeader") {
+		return n
+	}
+	return ""
 }

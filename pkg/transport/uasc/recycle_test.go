@@ -64,6 +64,80 @@ func TestRecycle(t *testing.T) {
 	require.Same(t, first, (<-seen).msg, "the spare did not survive a request of another type")
 }
 
+// TestRecycleRepeat sends requests that repeat the last recycled one but for the
+// RequestHeader's Timestamp and RequestHandle: the handler gets the recycled value with
+// this request's two fields, not a decode. A request the handler keeps is not handed out
+// again, and a repeat of it is decoded.
+func TestRecycleRepeat(t *testing.T) {
+	type sighting struct {
+		msg      codec.Structure
+		handle   uint32
+		stamp    codec.DateTime
+		repeated bool // not decoded: the reading goroutine's own record
+	}
+	seen := make(chan sighting, 8)
+	ts := startServerWith(t, nil, func(_ context.Context, r Request) {
+		m := r.Message.(*ua.ReadRequest)
+		seen <- sighting{r.Message, m.RequestHeader.RequestHandle, m.RequestHeader.Timestamp, r.Channel.spare.repeated}
+		resp := &ua.ReadResponse{ResponseHeader: ua.ResponseHeader{RequestHandle: m.RequestHeader.RequestHandle}}
+		for _, n := range m.NodesToRead {
+			resp.Results = append(resp.Results, codec.DataValue{Value: codec.StringVariant(n.IndexRange)})
+		}
+		_ = r.Respond(resp)
+		if m.NodesToRead[0].IndexRange != "keep" {
+			r.Recycle()
+		}
+	})
+	cc, err := dialChannel(t, ts.addr, clientConfig(combo{policy.URINone, ua.MessageSecurityModeNone}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	send := func(handle uint32, stamp codec.DateTime, ranges ...string) sighting {
+		t.Helper()
+		req := &ua.ReadRequest{RequestHeader: ua.RequestHeader{Timestamp: stamp, RequestHandle: handle, TimeoutHint: 5000}}
+		for _, r := range ranges {
+			req.NodesToRead = append(req.NodesToRead, ua.ReadValueId{NodeId: codec.NewStringNodeId(1, "n"), AttributeId: 13, IndexRange: r})
+		}
+		m, err := cc.Request(ctx, req)
+		require.NoError(t, err)
+		resp := m.(*ua.ReadResponse)
+		require.Equal(t, handle, resp.ResponseHeader.RequestHandle)
+		require.Len(t, resp.Results, len(ranges))
+		for i, r := range ranges {
+			require.Equal(t, codec.StringVariant(r), resp.Results[i].Value)
+		}
+		got := <-seen
+		require.Equal(t, handle, got.handle)
+		require.Equal(t, stamp, got.stamp)
+		return got
+	}
+
+	first := send(1, 100, "a", "b")
+	require.False(t, first.repeated)
+	for i, tc := range []struct {
+		handle   uint32
+		stamp    codec.DateTime
+		ranges   []string
+		repeated bool
+	}{
+		{2, 200, []string{"a", "b"}, true},
+		{3, 200, []string{"a", "b"}, true}, // the same Timestamp
+		{4, 0, []string{"a", "c"}, false},  // decoded into the spare
+		{5, 1, []string{"a", "c"}, true},
+		{6, 2, []string{"keep"}, false},
+	} {
+		got := send(tc.handle, tc.stamp, tc.ranges...)
+		require.Same(t, first.msg, got.msg, "request %d", i)
+		require.Equal(t, tc.repeated, got.repeated, "request %d", i)
+	}
+	kept := first.msg
+	again := send(7, 2, "keep")
+	require.NotSame(t, kept, again.msg, "a request the handler kept was handed out again")
+	require.False(t, again.repeated)
+	require.False(t, send(8, 4, "a", "c").repeated, "decoded: the spare was kept by the handler")
+	require.True(t, send(9, 4, "a", "c").repeated)
+}
+
 // TestResponseTooLarge answers a Read with a response of more chunks than the client
 // accepts: the encoding stops taking chunk buffers at the limit, the client gets a
 // ServiceFault with BadResponseTooLarge, and the channel carries on.

@@ -128,13 +128,15 @@ type Request struct {
 }
 
 // Recycle hands r.Message back to its channel, which decodes a later request of the same
-// type into it (codec.Decoder.MessageInto) instead of allocating one. It is for a request
-// answered on the Handler's goroutine: call it there, at most once, before the Handler
-// returns, and only when nothing refers to the message or to a slice decoded into it any
-// more (after Respond returned). Strings decoded into it may be kept: they are never
-// overwritten. A request answered on another goroutine is not recycled: the channel's
-// spare belongs to its reading goroutine, so that taking and returning it costs no lock.
-func (r Request) Recycle() { r.Channel.spare = r.Message }
+// type into it (codec.Decoder.MessageInto) instead of allocating one, or hands it out as it
+// is for a request that repeats this one but for the RequestHeader's Timestamp and
+// RequestHandle. It is for a request answered on the Handler's goroutine: call it there,
+// at most once, before the Handler returns, and only when nothing refers to the message
+// or to a slice decoded into it any more (after Respond returned) and the message is as it
+// was decoded. Strings decoded into it may be kept: they are never overwritten. A request
+// answered on another goroutine is not recycled: the channel's spare belongs to its
+// reading goroutine, so that taking and returning it costs no lock.
+func (r Request) Recycle() { r.Channel.spare.recycle(r.Message, &r.Channel.dec) }
 
 // Respond sends msg as the response to r. It is safe for concurrent use. A response over
 // the client's MaxMessageSize or MaxChunkCount is replaced by a ServiceFault with
@@ -303,9 +305,9 @@ type ServerChannel struct {
 	// lets the session's authentication token and the NodeIds a client repeats decode
 	// without a copy.
 	dec codec.Decoder
-	// spare is the last request handed back by Request.Recycle, decoded into by the next
-	// request of its type; only the reading goroutine uses it.
-	spare codec.Structure
+	// spare is the last request handed back by Request.Recycle; only the reading
+	// goroutine uses it.
+	spare recycled
 	// local is the Handler's own state of the channel (Local, SetLocal).
 	local any
 }
@@ -829,24 +831,24 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 	if err != nil || aborted || !done {
 		return err
 	}
-	d := &sc.dec
-	d.Reset(msg)
-	spare := sc.spare
-	sc.spare = nil
-	m := d.MessageInto(spare)
-	if spare != nil && m != spare {
-		// Not of this request's type (or the decode failed): keep it for a later one.
-		sc.spare = spare
+	// A message of one chunk is the chunk's body, valid until the Handler returns; one
+	// of several is the assembler's, which reset clears.
+	kept := msg
+	if sc.asm.active {
+		kept = nil
 	}
+	m, repeated, err := sc.spare.decode(msg, &sc.dec)
 	sc.asm.reset()
-	if err := d.Err(); err != nil {
+	if err != nil {
 		code := statusOf(err)
 		if code != status.BadServiceUnsupported && code != status.BadEncodingLimitsExceeded {
 			code = status.BadDecodingError
 		}
 		return sc.fault(reqID, 0, code)
 	}
+	sc.spare.handling(kept, m, repeated)
 	sc.srv.handler(ctx, Request{RequestID: reqID, Message: m, Channel: sc, Received: at})
+	sc.spare.handled()
 	return nil
 }
 
@@ -882,6 +884,9 @@ func (sc *ServerChannel) respond(requestID uint32, msg codec.Structure, async bo
 // responseHandle returns the RequestHandle of a response: the second field of the
 // ResponseHeader that every response starts with.
 func responseHandle(msg codec.Structure) uint32 {
+	if r, ok := msg.(ua.Response); ok {
+		return r.Header().RequestHandle
+	}
 	e := codec.NewEncoder(make([]byte, 0, 64))
 	msg.EncodeBinary(e)
 	b := e.Bytes()

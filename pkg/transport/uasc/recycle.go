@@ -1,0 +1,110 @@
+package uasc
+
+import (
+	"bytes"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+)
+
+// recycled is a channel's memory of the last request handed back by Request.Recycle: the
+// message, which the next request of its type is decoded into, and the body it was decoded
+// from. Clients poll, so a request often repeats the last one but for the RequestHeader's
+// Timestamp and RequestHandle; such a request is the recycled message again with those two
+// fields set, and is not decoded. Only the reading goroutine uses it.
+type recycled struct {
+	msg codec.Structure
+	// body is a copy of the body msg was decoded from, and stamp the offset in it of the
+	// Timestamp, which the RequestHandle follows; stamp is 0 while body does not describe
+	// msg.
+	body  []byte
+	stamp int
+	// cur is the body of the request in the Handler (nil when it is not kept until the
+	// Handler returns), curMsg its message, and repeated whether it was msg repeated.
+	cur      []byte
+	curMsg   codec.Structure
+	repeated bool
+}
+
+// maxRecycledBody is the largest request body a channel keeps a copy of.
+const maxRecycledBody = 2048
+
+// stampLen is the size of the Timestamp and the RequestHandle of a RequestHeader.
+const stampLen = 8 + 4
+
+// decode returns the request in body and whether it is the recycled message repeated
+// (see repeat); otherwise body is decoded with d, into the recycled message when that is
+// of the same type.
+func (rc *recycled) decode(body []byte, d *codec.Decoder) (m codec.Structure, repeated bool, err error) {
+	if m, ok := rc.repeat(body, d); ok {
+		return m, true, nil
+	}
+	d.Reset(body)
+	spare := rc.take()
+	m = d.MessageInto(spare)
+	if spare != nil && m != spare {
+		// Not of this request's type (or the decode failed): keep it for a later one.
+		rc.msg = spare
+	}
+	return m, false, d.Err()
+}
+
+// repeat returns the recycled message when body repeats the one it was decoded from but for
+// the RequestHeader's Timestamp and RequestHandle, which it sets from body with d. The same
+// bytes decode to the same message, so the result is what decoding body would give.
+func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool) {
+	at := rc.stamp
+	if rc.msg == nil || at == 0 || len(body) != len(rc.body) ||
+		!bytes.Equal(body[:at], rc.body[:at]) || !bytes.Equal(body[at+stampLen:], rc.body[at+stampLen:]) {
+		return nil, false
+	}
+	h := rc.msg.(ua.Request).Header()
+	d.Reset(body[at : at+stampLen])
+	h.Timestamp, h.RequestHandle = d.DateTime(), d.UInt32()
+	m := rc.msg
+	rc.msg = nil
+	return m, true
+}
+
+// take returns the recycled message for a request that is decoded into it, and forgets the
+// body it was decoded from.
+func (rc *recycled) take() codec.Structure {
+	m := rc.msg
+	rc.msg, rc.stamp = nil, 0
+	return m
+}
+
+// handling records the request handed to the Handler; body is nil when it is not valid
+// until the Handler returns.
+func (rc *recycled) handling(body []byte, m codec.Structure, repeated bool) {
+	rc.cur, rc.curMsg, rc.repeated = body, m, repeated
+}
+
+// handled forgets the request the Handler returned from.
+func (rc *recycled) handled() { rc.cur, rc.curMsg = nil, nil }
+
+// recycle takes m back from the Handler. When m is the request being handled, its body is
+// kept so that a repeat of it is not decoded (see repeat); d finds the Timestamp in it.
+func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
+	rc.msg = m
+	if m != rc.curMsg {
+		rc.stamp = 0
+		return
+	}
+	if rc.repeated {
+		return // body and stamp describe m already
+	}
+	rc.stamp = 0
+	if _, ok := m.(ua.Request); !ok || rc.cur == nil || len(rc.cur) > maxRecycledBody {
+		return
+	}
+	// The type's NodeId, then the RequestHeader: AuthenticationToken, Timestamp, ...
+	d.Reset(rc.cur)
+	d.NodeId()
+	d.NodeId()
+	if d.Err() != nil || d.Remaining() < stampLen {
+		return
+	}
+	rc.stamp = d.Pos()
+	rc.body = append(rc.body[:0], rc.cur...)
+}
