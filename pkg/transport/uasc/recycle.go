@@ -16,9 +16,10 @@ type recycled struct {
 	msg codec.Structure
 	// body is a copy of the body msg was decoded from, and stamp the offset in it of the
 	// Timestamp, which the RequestHandle follows; stamp is 0 while body does not describe
-	// msg.
+	// msg. req is msg while stamp is set.
 	body  []byte
 	stamp int
+	req   ua.Request
 	// cur is the body of the request in the Handler (nil when it is not kept until the
 	// Handler returns), curMsg its message, and repeated whether it was msg repeated.
 	cur      []byte
@@ -54,11 +55,16 @@ func (rc *recycled) decode(body []byte, d *codec.Decoder) (m codec.Structure, re
 // bytes decode to the same message, so the result is what decoding body would give.
 func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool) {
 	at := rc.stamp
-	if rc.msg == nil || at == 0 || len(body) != len(rc.body) ||
-		!bytes.Equal(body[:at], rc.body[:at]) || !bytes.Equal(body[at+stampLen:], rc.body[at+stampLen:]) {
+	if rc.msg == nil || at == 0 || len(body) != len(rc.body) {
 		return nil, false
 	}
-	h := rc.msg.(ua.Request).Header()
+	// One comparison: the copy takes body's Timestamp and RequestHandle first. When the
+	// rest differs, body is decoded into msg, which take marks undescribed.
+	copy(rc.body[at:at+stampLen], body[at:at+stampLen])
+	if !bytes.Equal(body, rc.body) {
+		return nil, false
+	}
+	h := rc.req.Header()
 	d.Reset(body[at : at+stampLen])
 	h.Timestamp, h.RequestHandle = d.DateTime(), d.UInt32()
 	m := rc.msg
@@ -70,7 +76,7 @@ func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool
 // body it was decoded from.
 func (rc *recycled) take() codec.Structure {
 	m := rc.msg
-	rc.msg, rc.stamp = nil, 0
+	rc.msg, rc.stamp, rc.req = nil, 0, nil
 	return m
 }
 
@@ -88,14 +94,15 @@ func (rc *recycled) handled() { rc.cur, rc.curMsg = nil, nil }
 func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 	rc.msg = m
 	if m != rc.curMsg {
-		rc.stamp = 0
+		rc.stamp, rc.req = 0, nil
 		return
 	}
 	if rc.repeated {
 		return // body and stamp describe m already
 	}
-	rc.stamp = 0
-	if _, ok := m.(ua.Request); !ok || rc.cur == nil || len(rc.cur) > maxRecycledBody {
+	rc.stamp, rc.req = 0, nil
+	req, ok := m.(ua.Request)
+	if !ok || rc.cur == nil || len(rc.cur) > maxRecycledBody {
 		return
 	}
 	// The type's NodeId, then the RequestHeader: AuthenticationToken, Timestamp, ...
@@ -105,6 +112,6 @@ func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 	if d.Err() != nil || d.Remaining() < stampLen {
 		return
 	}
-	rc.stamp = d.Pos()
+	rc.stamp, rc.req = d.Pos(), req
 	rc.body = append(rc.body[:0], rc.cur...)
 }
