@@ -134,7 +134,7 @@ func BenchmarkSendPath(b *testing.B) {
 func sealedChunks(tb testing.TB, cl *channel, n int) [][]byte {
 	tb.Helper()
 	body := make([]byte, n)
-	maxBody := cl.maxSymBody()
+	maxBody := cl.maxSymBody(int(cl.neg.SendBufferSize))
 	var out [][]byte
 	for off := 0; off < n || off == 0; off += maxBody {
 		part := body[off:min(off+maxBody, n)]
@@ -191,7 +191,7 @@ func BenchmarkReceivePath(b *testing.B) {
 // reports the ratio (raw time / our time; 1 means no overhead).
 func BenchmarkSymmetricChunk64KiB(b *testing.B) {
 	cl, sv := keyedPair(b, nil, nil)
-	maxBody := cl.maxSymBody()
+	maxBody := cl.maxSymBody(int(cl.neg.SendBufferSize))
 	buf := make([]byte, 1<<16)
 	total, _, _ := cl.symChunkLen(maxBody)
 

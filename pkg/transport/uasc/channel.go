@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/ua"
@@ -68,6 +69,9 @@ type channel struct {
 	// buffer: chunks only queue, and it writes them together once none waits (hold).
 	holding bool
 	sendErr error // first write failure; the channel is dead after it
+	// enc and src encode the messages sent, straight into the queue (encodeLocked).
+	enc codec.Encoder
+	src chunkSource
 	// backlog counts the bytes queued or being written; beyond maxBacklog (0: no bound)
 	// the peer is not reading its responses and the channel is closed.
 	backlog    int
@@ -102,9 +106,10 @@ func (c *channel) setSymmetricSizes(t *token) {
 	}
 }
 
-// maxSymBody is the largest body one symmetric chunk carries (Part 6 §6.7.2.2).
-func (c *channel) maxSymBody() int {
-	avail := int(c.neg.SendBufferSize) - symHeaderLen
+// maxSymBody is the largest body a symmetric chunk of at most size bytes carries (Part 6
+// §6.7.2.2); it is negative when not even the headers fit.
+func (c *channel) maxSymBody(size int) int {
+	avail := size - symHeaderLen
 	if c.encrypted() {
 		avail = avail/c.symBlock*c.symBlock - 1 // at least the PaddingSize byte
 	}
@@ -214,23 +219,6 @@ func (c *channel) enqueueLocked(async bool, chunks [][]byte) error {
 		c.backlog += len(b)
 	}
 	c.pending = append(c.pending, chunks...)
-	return c.pushLocked(async)
-}
-
-// enqueueCopyLocked is enqueueLocked for one sealed chunk the caller keeps: it is copied
-// behind the last chunk queued when that one's buffer has room, or into a fresh buffer, so
-// that the responses to pipelined requests leave as one contiguous write.
-func (c *channel) enqueueCopyLocked(async bool, chunk []byte) error {
-	if c.sendErr != nil {
-		c.smu.Unlock()
-		return c.sendErr
-	}
-	if n := len(c.pending); n > 0 && cap(c.pending[n-1])-len(c.pending[n-1]) >= len(chunk) {
-		c.pending[n-1] = append(c.pending[n-1], chunk...)
-	} else {
-		c.pending = append(c.pending, append(c.pool.Get(int(c.neg.SendBufferSize))[:0], chunk...))
-	}
-	c.backlog += len(chunk)
 	return c.pushLocked(async)
 }
 

@@ -26,9 +26,9 @@ func (w *writeCounter) Write(b []byte) (int, error) {
 
 // TestHeldMessagesShareBuffers sends messages while the send half holds, as the reading
 // goroutine does for pipelined requests, on a SignAndEncrypt channel. Eight small ones
-// leave in one buffer, hence one write; small ones queued behind a message of several
-// chunks ride in the room left in its last chunk's buffer. Every message arrives whole and
-// in order.
+// leave in one buffer, hence one write; a message of several chunks starts in the room
+// left behind the last one queued, and small ones queued behind it ride in the room left
+// in its last chunk's buffer. Every message arrives whole and in order.
 func TestHeldMessagesShareBuffers(t *testing.T) {
 	var wc *writeCounter
 	cconn, sconn := connPairWrapped(t, func(nc net.Conn) net.Conn {
@@ -86,13 +86,22 @@ func TestHeldMessagesShareBuffers(t *testing.T) {
 	batch(20, 40, 60, 80, 100, 120, 140, 160)
 	require.EqualValues(t, 1, wc.writes.Load(), "eight small messages, one buffer")
 
-	// One small message, one of three chunks, two small ones: the first buffer, the three
-	// chunk buffers, the small ones behind the last chunk.
-	big := 2*sv.maxSymBody() + 1000
+	// One small message, one of three chunks, two small ones: the first chunk behind the
+	// small message, the other two in buffers of their own, the small ones behind the last.
+	big := 2*sv.maxSymBody(int(sv.neg.SendBufferSize)) + 1000
 	batch(50, big, 60, 70)
-	require.EqualValues(t, 4, wc.writes.Load())
+	require.EqualValues(t, 3, wc.writes.Load())
 
-	// A chunk over copyMax keeps its own buffer.
-	batch(30, copyMax+500, 40)
-	require.EqualValues(t, 2, wc.writes.Load())
+	// Messages of one chunk go behind each other while the buffer has room.
+	batch(30, 2500, 40, 9000, 20)
+	require.EqualValues(t, 1, wc.writes.Load())
+
+	// With the peer's MaxChunkCount at 2, a message of two full chunks is sent (batch
+	// checks that): behind another it would need three, so it starts in a buffer of its
+	// own. The small one after it finds no room behind the second and takes a fourth.
+	sv.smu.Lock()
+	sv.neg.MaxSendChunkCount = 2
+	sv.smu.Unlock()
+	batch(40, big-1010, 50)
+	require.EqualValues(t, 4, wc.writes.Load())
 }

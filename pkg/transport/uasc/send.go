@@ -2,59 +2,29 @@ package uasc
 
 import (
 	"fmt"
-	"sync"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/ua/status"
 )
 
-// encodeBuf carries an Encoder and the chunk buffers of one message between messages, so
-// that sending allocates nothing in steady state.
-type encodeBuf struct {
-	e      codec.Encoder
-	chunks [][]byte // the chunk buffers the encoder writes into, in order; own first
-	src    chunkSource
-	// own is the buffer the first chunk of every message is encoded in. A small message is
-	// copied out of it into the send queue and own stays here, warm for the next message;
-	// a larger one is queued in it, and the next message takes a buffer from the pool.
-	own []byte
-}
-
-var encodePool = sync.Pool{New: func() any { return new(encodeBuf) }}
-
-// copyMax is the largest sealed chunk that is copied into the send queue rather than queued
-// in its own buffer: copying it costs less than a buffer from the pool, and the responses to
-// pipelined requests then leave as one contiguous write.
-const copyMax = 2048
-
 var zeroHeader [symBodyOffset]byte
 
-// chunkSource hands the Encoder the body of one pooled chunk buffer after another: the
-// bytes after the space for the headers, up to the largest body a chunk may carry, so
-// that padding and signature fit behind it.
+// chunkSource hands the Encoder the windows of a message's chunks after the first: the
+// body of one pooled chunk buffer after another, behind the space for the headers and up
+// to the largest body a chunk may carry, so that padding and signature fit behind it. It
+// belongs to the send half (channel.smu).
 type chunkSource struct {
 	c       *channel
-	eb      *encodeBuf
 	maxBody int
+	// more are the buffers of the chunks after the first, in order.
+	more [][]byte
 	// limit is the peer's MaxChunkCount (0: none). Past it the message cannot be sent:
 	// the encoding goes on into one scratch window, so that it costs no more memory, and
 	// windows counts how many chunks it would have needed.
 	limit   int
 	windows int
 	scratch []byte
-}
-
-// first returns the window of the message's first chunk, in the encodeBuf's own buffer.
-func (s *chunkSource) first() []byte {
-	size := int(s.c.neg.SendBufferSize)
-	if cap(s.eb.own) < size {
-		s.c.pool.Put(s.eb.own)
-		s.eb.own = s.c.pool.Get(size)
-	}
-	s.windows = 1
-	s.eb.chunks = append(s.eb.chunks, s.eb.own[:size])
-	return s.eb.own[symBodyOffset : symBodyOffset : symBodyOffset+s.maxBody]
 }
 
 func (s *chunkSource) NextChunk() []byte {
@@ -66,13 +36,17 @@ func (s *chunkSource) NextChunk() []byte {
 		return s.scratch[:0]
 	}
 	cb := s.c.pool.Get(int(s.c.neg.SendBufferSize))
-	s.eb.chunks = append(s.eb.chunks, cb)
+	s.more = append(s.more, cb)
 	return cb[symBodyOffset : symBodyOffset : symBodyOffset+s.maxBody]
 }
 
 // errTooLarge is returned by sendMessage when the message exceeds the peer's limits; the
-// caller chooses the status (BadRequestTooLarge or BadResponseTooLarge).
-type errTooLarge struct{ size, chunks int }
+// caller chooses the status (BadRequestTooLarge or BadResponseTooLarge). short says that
+// the first chunk was shorter than a full one, so that in full chunks it might fit.
+type errTooLarge struct {
+	size, chunks int
+	short        bool
+}
 
 func (e *errTooLarge) Error() string {
 	return fmt.Sprintf("uasc: message of %d bytes in %d chunks over the peer's limits", e.size, e.chunks)
@@ -81,61 +55,105 @@ func (e *errTooLarge) Error() string {
 // sendMessage encodes msg as a service message and sends it as MSG (or CLO) chunks for
 // requestID.
 //
-// The message is encoded straight into the bodies of chunk buffers, behind the space
-// reserved for the headers (codec.Encoder.ResetChunks): when one is full the encoder
-// continues in the next, and a message of several chunks is never copied. Once it is
-// encoded, every chunk is padded, signed and encrypted in place, under one lock so that no
-// other message's chunks come between them, and queued; a chunk of at most copyMax bytes is
-// copied behind the last one queued (enqueueCopyLocked). A message over the peer's
-// MaxMessageSize or MaxChunkCount is not sent and returns *errTooLarge; its encoding stops
-// taking buffers at MaxChunkCount. Safe for concurrent use.
+// The message is encoded straight into the queue (codec.Encoder.ResetChunks): its first
+// chunk behind the last chunk queued when that one's buffer has room for a window, so that
+// the responses to pipelined requests leave as one contiguous write, and every further
+// chunk in a pooled buffer of its own, so that a message of several chunks is never
+// copied. Each chunk is padded, signed and encrypted in place once the whole message is
+// encoded. It all happens under the send half's lock, so that no other message's chunks
+// come between them. A message over the peer's MaxMessageSize or MaxChunkCount is not sent
+// and returns *errTooLarge; its encoding stops taking buffers at MaxChunkCount. Safe for
+// concurrent use.
 func (c *channel) sendMessage(t uacp.MessageType, requestID uint32, msg codec.Structure) error {
 	return c.send(t, requestID, msg, false)
 }
 
 // send is sendMessage; with async the write, when due, happens on another goroutine.
 func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure, async bool) error {
-	eb := encodePool.Get().(*encodeBuf)
-	defer encodePool.Put(eb)
-	eb.src = chunkSource{c: c, eb: eb, maxBody: c.maxSymBody(), limit: int(c.neg.MaxSendChunkCount)}
-	eb.e.ResetChunks(eb.src.first(), &eb.src)
-	eb.e.Message(msg)
-	bodies := eb.e.Chunks()
-	n, err := eb.e.Len(), eb.e.Err()
-	chunks := eb.chunks
-	defer func() {
-		eb.e.Reset(nil) // forgets the windows
-		clear(eb.chunks)
-		eb.chunks = eb.chunks[:0]
-		eb.src = chunkSource{}
-	}()
-	if err != nil {
-		c.putAll(chunks[1:])
-		return fmt.Errorf("uasc: encoding %s: %w", msg.TypeInfo().Name, err)
-	}
-	if eb.src.windows > len(chunks) || (c.neg.MaxSendMessageSize != 0 && uint64(n) > uint64(c.neg.MaxSendMessageSize)) {
-		c.putAll(chunks[1:])
-		return &errTooLarge{size: n, chunks: eb.src.windows}
-	}
 	c.smu.Lock()
-	for i, cb := range chunks {
+	if c.sendErr != nil {
+		err := c.sendErr
+		c.smu.Unlock()
+		return err
+	}
+	err := c.encodeLocked(t, requestID, msg, true)
+	if tl, ok := err.(*errTooLarge); ok && tl.short {
+		err = c.encodeLocked(t, requestID, msg, false)
+	}
+	if err != nil {
+		c.smu.Unlock()
+		return err
+	}
+	return c.pushLocked(async)
+}
+
+// minFirstWindow is the least room for a first chunk's body behind the last chunk queued;
+// with less, the message starts in a buffer of its own.
+const minFirstWindow = 4 * codec.MinChunkWindow
+
+// encodeLocked encodes, seals and queues msg as described at sendMessage; behind lets its
+// first chunk go behind the last one queued. It must run under smu.
+func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.Structure, behind bool) error {
+	size := int(c.neg.SendBufferSize)
+	full := c.maxSymBody(size)
+	var b []byte // the first chunk's buffer, holding queued chunks before start
+	last := len(c.pending) - 1
+	if behind && last >= 0 && c.maxSymBody(cap(c.pending[last])-len(c.pending[last])) >= minFirstWindow {
+		b = c.pending[last]
+	} else {
+		b, last = c.pool.Get(size)[:0], -1
+	}
+	start := len(b)
+	firstBody := min(full, c.maxSymBody(cap(b)-start))
+	c.src.c, c.src.maxBody, c.src.limit, c.src.windows = c, full, int(c.neg.MaxSendChunkCount), 1
+	c.enc.ResetChunks(b[start+symBodyOffset:start+symBodyOffset:start+symBodyOffset+firstBody], &c.src)
+	c.enc.Message(msg)
+	bodies := c.enc.Chunks()
+	n, err := c.enc.Len(), c.enc.Err()
+	more := c.src.more
+	defer func() {
+		c.enc.Reset(nil) // forgets the windows
+		clear(c.src.more)
+		c.src.more, c.src.scratch = c.src.more[:0], nil
+	}()
+	if err == nil && (c.src.windows > 1+len(more) || (c.neg.MaxSendMessageSize != 0 && uint64(n) > uint64(c.neg.MaxSendMessageSize))) {
+		err = &errTooLarge{size: n, chunks: c.src.windows, short: firstBody < full && c.src.windows > 1}
+	} else if err != nil {
+		err = fmt.Errorf("uasc: encoding %s: %w", msg.TypeInfo().Name, err)
+	}
+	// Seal in place, then queue: a failure leaves the queue as it was.
+	for i := 0; err == nil && i < len(bodies); i++ {
 		ct := uacp.ChunkIntermediate
-		if i == len(chunks)-1 {
+		if i == len(bodies)-1 {
 			ct = uacp.ChunkFinal
 		}
-		sz, err := c.sealSym(cb, t, ct, requestID, len(bodies[i]))
-		if err != nil {
-			c.smu.Unlock()
-			c.putAll(chunks[1:])
-			return err
+		var sz int
+		if i == 0 {
+			sz, err = c.sealSym(b[start:cap(b)], t, ct, requestID, len(bodies[0]))
+			b = b[:start+sz]
+		} else {
+			sz, err = c.sealSym(more[i-1], t, ct, requestID, len(bodies[i]))
+			more[i-1] = more[i-1][:sz]
 		}
-		chunks[i] = cb[:sz]
 	}
-	if len(chunks) == 1 && len(chunks[0]) <= copyMax {
-		return c.enqueueCopyLocked(async, chunks[0])
+	if err != nil {
+		c.putAll(more)
+		if last < 0 {
+			c.pool.Put(b)
+		}
+		return err
 	}
-	eb.own = nil // queued with the message
-	return c.enqueueLocked(async, chunks)
+	c.backlog += len(b) - start
+	if last >= 0 {
+		c.pending[last] = b
+	} else {
+		c.pending = append(c.pending, b)
+	}
+	for _, cb := range more {
+		c.backlog += len(cb)
+		c.pending = append(c.pending, cb)
+	}
+	return nil
 }
 
 // putAll returns chunk buffers to the pool.
