@@ -359,6 +359,7 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	}
 	if c.r == nil {
 		c.in.nc = c.nc
+		c.in.readNow = readNowFunc(c.nc)
 		c.r = bufio.NewReaderSize(&c.in, readAhead)
 	}
 	// A Conn that lends peeks at the header: a chunk the read-ahead holds whole is then
@@ -428,14 +429,45 @@ func (c *Conn) readFull(p []byte) error {
 	return err
 }
 
-// stampedReader reads from nc and keeps the time of the last read that returned data.
+// stampedReader reads from nc and keeps the time of the last read that returned data, and
+// whether that read filled the room it was given. On a connection with a descriptor it
+// can also read without waiting (ReadArrived).
 type stampedReader struct {
-	nc net.Conn
-	at time.Time
+	nc   net.Conn
+	at   time.Time
+	full bool
+	// now is set while a read must not wait: Read then reads with readNow, returns
+	// errWouldBlock when nothing has arrived, and keeps any other error in err for the next
+	// Read. readNow is nil on a connection that cannot be read without waiting.
+	now     bool
+	err     error
+	readNow func(p []byte) (int, error)
 }
 
+// errWouldBlock is what a read that must not wait returns when nothing has arrived.
+var errWouldBlock = errors.New("uacp: nothing to read yet")
+
 func (r *stampedReader) Read(p []byte) (int, error) {
-	n, err := r.nc.Read(p)
+	if err := r.err; err != nil {
+		r.err = nil
+		return 0, err
+	}
+	var n int
+	var err error
+	if r.now {
+		n, err = r.readNow(p)
+		switch {
+		case err == nil || err == errWouldBlock:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// A later read has a deadline of its own.
+			err = errWouldBlock
+		default:
+			r.err, err = err, errWouldBlock
+		}
+	} else {
+		n, err = r.nc.Read(p)
+	}
+	r.full = n == len(p)
 	if n > 0 {
 		r.at = time.Now()
 	}
@@ -456,6 +488,22 @@ func (c *Conn) ChunkBuffered() bool {
 	}
 	b, _ := c.r.Peek(HeaderSize) // buffered: does not read
 	return c.r.Buffered() >= int(chunkSize(b))
+}
+
+// ReadArrived reads what has arrived from the network since the last read, without
+// waiting, when that read filled the room it had: the peer may have sent more. It reports
+// whether the next chunk is then buffered whole (ChunkBuffered). A server that holds its
+// responses while requests are buffered asks it before it lets them go, so that a burst
+// larger than the read-ahead buffer is answered with one write. It reads nothing on a
+// connection without a descriptor. It must only be called from the reading goroutine, and
+// not while a lent chunk is held: reading may move the buffered bytes.
+func (c *Conn) ReadArrived() bool {
+	if c.r != nil && c.in.full && c.in.readNow != nil && c.r.Buffered() < readAhead && !c.ChunkBuffered() {
+		c.in.now = true
+		_, _ = c.r.Peek(c.r.Buffered() + 1) // one read; errWouldBlock when nothing came
+		c.in.now = false
+	}
+	return c.ChunkBuffered()
 }
 
 // readPeerError reads and returns the ERR whose header is h, and closes the connection.

@@ -112,3 +112,83 @@ func TestLendChunks(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "bye", pe.Reason)
 }
+
+// TestReadArrived sends a burst of small chunks larger than the read-ahead buffer in one
+// write. The first read fills the buffer; once its chunks are taken, ReadArrived reads the
+// rest without waiting, and every chunk arrives intact. With nothing more sent it reads
+// nothing and does not wait, and the end of the stream it meets is ReadChunk's next error.
+func TestReadArrived(t *testing.T) {
+	c, nc := acceptedPair(t)
+	c.LendChunks()
+	var chunks [][]byte
+	for i := range 48 { // 48 × 128 bytes: 6 KiB
+		chunks = append(chunks, testChunk(128, byte(i)))
+	}
+	_, err := nc.Write(bytes.Join(chunks, nil))
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // let all of it reach the server's socket
+
+	next := 0
+	take := func() {
+		t.Helper()
+		ch, err := c.ReadChunk()
+		require.NoError(t, err)
+		require.Equal(t, chunks[next], ch.Bytes, "chunk %d", next)
+		ch.ReleaseZeroed()
+		next++
+	}
+	for c.ChunkBuffered() || next == 0 {
+		take()
+	}
+	require.Equal(t, readAhead/128, next, "the first read filled the buffer")
+	require.True(t, c.ReadArrived(), "the rest of the burst")
+	for next < len(chunks) {
+		require.True(t, c.ChunkBuffered(), "chunk %d", next)
+		take()
+	}
+
+	done := make(chan bool)
+	go func() { done <- c.ReadArrived() }()
+	select {
+	case more := <-done:
+		require.False(t, more)
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadArrived waited for input")
+	}
+
+	// A burst that fills the buffer exactly, then the end of the stream.
+	_, err = nc.Write(bytes.Join(chunks[:readAhead/128], nil))
+	require.NoError(t, err)
+	require.NoError(t, nc.(*net.TCPConn).CloseWrite())
+	time.Sleep(50 * time.Millisecond)
+	for next = 0; next < readAhead/128; {
+		take()
+	}
+	require.False(t, c.ReadArrived())
+	_, err = c.ReadChunk()
+	require.ErrorIs(t, err, status.BadConnectionClosed)
+}
+
+// TestReadArrivedWithoutDescriptor: on a connection that hides its descriptor,
+// ReadArrived reads nothing and only reports what is buffered.
+func TestReadArrivedWithoutDescriptor(t *testing.T) {
+	c, nc := acceptedPair(t)
+	c.nc = struct{ net.Conn }{c.nc}
+	c.LendChunks()
+	var burst []byte
+	for i := range 40 {
+		burst = append(burst, testChunk(128, byte(i))...)
+	}
+	_, err := nc.Write(burst)
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	for i := range readAhead / 128 {
+		ch, err := c.ReadChunk()
+		require.NoError(t, err, "chunk %d", i)
+		ch.ReleaseZeroed()
+	}
+	require.False(t, c.ReadArrived(), "read without a descriptor")
+	ch, err := c.ReadChunk() // an ordinary read brings the rest
+	require.NoError(t, err)
+	require.Equal(t, testChunk(128, readAhead/128), ch.Bytes)
+}

@@ -296,9 +296,9 @@ func (c *channel) dropPendingLocked() {
 
 // hold makes the send half queue without writing while on is true; turning it off
 // writes what queued meanwhile, unless a writer is active (which then writes it). The
-// reading goroutine holds while the next request is already read (uacp.Conn.ChunkBuffered),
-// so that the responses to pipelined requests leave in one write, and never while it may
-// wait for input, so that a lone response is not delayed.
+// reading goroutine holds while the next request is already read (uacp.Conn.ChunkBuffered)
+// or has arrived (ReadArrived), so that the responses to pipelined requests leave in one
+// write, and never while it may wait for input, so that a lone response is not delayed.
 func (c *channel) hold(on bool) {
 	c.smu.Lock()
 	if c.holding == on {

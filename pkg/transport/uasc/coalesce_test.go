@@ -2,14 +2,20 @@ package uasc
 
 import (
 	"bytes"
+	"context"
 	"net"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
+	"uastack.dev/pkg/ua"
 )
 
 // writeCounter is a net.Conn that counts its writes. It hides the socket's vectored write,
@@ -104,4 +110,75 @@ func TestHeldMessagesShareBuffers(t *testing.T) {
 	sv.smu.Unlock()
 	batch(40, big-1010, 50)
 	require.EqualValues(t, 4, wc.writes.Load())
+}
+
+// rawWriteCounter is a writeCounter that keeps the socket's descriptor, so that the
+// connection can still be read without waiting (uacp.Conn.ReadArrived).
+type rawWriteCounter struct {
+	writeCounter
+	tcp *net.TCPConn
+}
+
+func (w *rawWriteCounter) SyscallConn() (syscall.RawConn, error) { return w.tcp.SyscallConn() }
+
+// TestBurstOneWrite sends a burst of Reads larger than the server's read-ahead buffer in
+// one write. The server answers them inline, holding the answers while requests are
+// buffered: the rest of the burst, read without waiting once the buffer's requests are
+// done, keeps them held, and all the answers leave in one write.
+func TestBurstOneWrite(t *testing.T) {
+	ids(t)
+	srv, err := NewServer(ServerConfig{Security: []SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}}},
+		func(_ context.Context, r Request) {
+			m := r.Message.(*ua.ReadRequest)
+			_ = r.Respond(&ua.ReadResponse{ResponseHeader: ua.ResponseHeader{RequestHandle: m.RequestHeader.RequestHandle}})
+		})
+	require.NoError(t, err)
+	var wc *rawWriteCounter
+	cconn, sconn := connPairWrapped(t, func(nc net.Conn) net.Conn {
+		wc = &rawWriteCounter{writeCounter: writeCounter{Conn: nc}, tcp: nc.(*net.TCPConn)}
+		return wc
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeConn(ctx, sconn) }()
+	t.Cleanup(func() {
+		cancel()
+		sconn.Close()
+		<-served
+	})
+	cc, err := Dial(ctx, cconn, clientConfig(combo{policy.URINone, ua.MessageSecurityModeNone}))
+	require.NoError(t, err)
+	t.Cleanup(func() { cc.Close() })
+
+	const n = 80 // about 7 KiB of requests
+	cc.hold(true)
+	cc.smu.Lock()
+	seq := cc.sendSeq
+	cc.smu.Unlock()
+	wc.writes.Store(0)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req := &ua.ReadRequest{RequestHeader: ua.RequestHeader{RequestHandle: uint32(i)},
+				NodesToRead: []ua.ReadValueId{{NodeId: codec.NewNumericNodeId(0, 2259), AttributeId: 13}}}
+			m, err := cc.Request(ctx, req)
+			if err == nil && m.(*ua.ReadResponse).ResponseHeader.RequestHandle != uint32(i) {
+				t.Errorf("request %d answered as %d", i, m.(*ua.ReadResponse).ResponseHeader.RequestHandle)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	require.Eventually(t, func() bool {
+		cc.smu.Lock()
+		defer cc.smu.Unlock()
+		return cc.sendSeq-seq == n
+	}, 10*time.Second, time.Millisecond, "all requests queued")
+	cc.smu.Lock()
+	require.Greater(t, cc.backlog, 4096, "a burst larger than the read-ahead buffer")
+	cc.smu.Unlock()
+	cc.hold(false)
+	wg.Wait()
+	require.EqualValues(t, 1, wc.writes.Load(), "answers to one burst, in one write")
 }

@@ -461,6 +461,10 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 			err = sc.message(ctx, &ch)
 		}
 		ch.ReleaseZeroed()
+		if held && !more && err == nil && !closed {
+			// The last read may have left the rest of a burst in the socket.
+			more = sc.conn.ReadArrived()
+		}
 		if held && (!more || err != nil || closed) {
 			sc.hold(false)
 			held = false
