@@ -16,10 +16,17 @@ type recycled struct {
 	msg codec.Structure
 	// body is a copy of the body msg was decoded from, and stamp the offset in it of the
 	// Timestamp, which the RequestHandle follows; stamp is 0 while body does not describe
-	// msg. req is msg while stamp is set.
+	// msg. req is msg while stamp is set. at is where the Timestamp was in the last body
+	// copied, which stays when msg is decoded into: body[:at] still holds the type's and
+	// the AuthenticationToken's NodeIds.
 	body  []byte
 	stamp int
 	req   ua.Request
+	at    int
+	// A client whose requests do not repeat should not pay for the copies: after a body
+	// that was not repeated, the next wait recycled requests are not copied, and wait
+	// doubles up to maxWait with every further miss.
+	wait, backoff int
 	// cur is the body of the request in the Handler (nil when it is not kept until the
 	// Handler returns), curMsg its message, and repeated whether it was msg repeated.
 	cur      []byte
@@ -29,6 +36,9 @@ type recycled struct {
 
 // maxRecycledBody is the largest request body a channel keeps a copy of.
 const maxRecycledBody = 2048
+
+// maxWait bounds the recycled requests not copied after a body that was not repeated.
+const maxWait = 31
 
 // stampLen is the size of the Timestamp and the RequestHandle of a RequestHeader.
 const stampLen = 8 + 4
@@ -55,15 +65,20 @@ func (rc *recycled) decode(body []byte, d *codec.Decoder) (m codec.Structure, re
 // bytes decode to the same message, so the result is what decoding body would give.
 func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool) {
 	at := rc.stamp
-	if rc.msg == nil || at == 0 || len(body) != len(rc.body) {
+	if rc.msg == nil || at == 0 {
 		return nil, false
 	}
 	// One comparison: the copy takes body's Timestamp and RequestHandle first. When the
 	// rest differs, body is decoded into msg, which take marks undescribed.
-	copy(rc.body[at:at+stampLen], body[at:at+stampLen])
-	if !bytes.Equal(body, rc.body) {
+	if len(body) == len(rc.body) {
+		copy(rc.body[at:at+stampLen], body[at:at+stampLen])
+	}
+	if len(body) != len(rc.body) || !bytes.Equal(body, rc.body) {
+		rc.backoff = min(2*rc.backoff+1, maxWait)
+		rc.wait = rc.backoff
 		return nil, false
 	}
+	rc.backoff = 0
 	h := rc.req.Header()
 	d.Reset(body[at : at+stampLen])
 	h.Timestamp, h.RequestHandle = d.DateTime(), d.UInt32()
@@ -101,17 +116,26 @@ func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 		return // body and stamp describe m already
 	}
 	rc.stamp, rc.req = 0, nil
+	if rc.wait > 0 {
+		rc.wait--
+		return
+	}
 	req, ok := m.(ua.Request)
 	if !ok || rc.cur == nil || len(rc.cur) > maxRecycledBody {
 		return
 	}
-	// The type's NodeId, then the RequestHeader: AuthenticationToken, Timestamp, ...
-	d.Reset(rc.cur)
-	d.NodeId()
-	d.NodeId()
-	if d.Err() != nil || d.Remaining() < stampLen {
-		return
+	// The type's NodeId, then the RequestHeader: AuthenticationToken, Timestamp, ... The
+	// same two NodeIds as in the last body end at the same offset.
+	at := rc.at
+	if at == 0 || len(rc.cur) < at+stampLen || !bytes.Equal(rc.cur[:at], rc.body[:at]) {
+		d.Reset(rc.cur)
+		d.NodeId()
+		d.NodeId()
+		if d.Err() != nil || d.Remaining() < stampLen {
+			return
+		}
+		at = d.Pos()
 	}
-	rc.stamp, rc.req = d.Pos(), req
+	rc.stamp, rc.req, rc.at = at, req, at
 	rc.body = append(rc.body[:0], rc.cur...)
 }

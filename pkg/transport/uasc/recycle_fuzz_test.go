@@ -19,10 +19,10 @@ func encodeMessage(t testing.TB, msg codec.Structure) []byte {
 }
 
 // FuzzRecycleRepeat hands a channel's decode path a body a and a body b that is a with
-// patch written at off, in the order a, b, b, a, recycling every request as the inline
-// Read does: whether a request is decoded or taken as the repeat of the recycled one, the
-// Handler gets what a fresh decode of its body gives, and a body the decoder refuses is
-// refused.
+// patch written at off, in the order a, b, b, b, a, a, a, recycling every request as the
+// inline Read does: whether a request is decoded or taken as the repeat of the recycled
+// one, the Handler gets what a fresh decode of its body gives, and a body the decoder
+// refuses is refused.
 func FuzzRecycleRepeat(f *testing.F) {
 	read := func(token codec.NodeId, handle uint32, node codec.NodeId) []byte {
 		return encodeMessage(f, &ua.ReadRequest{
@@ -60,7 +60,7 @@ func FuzzRecycleRepeat(f *testing.F) {
 		var rc recycled
 		var d codec.Decoder
 		d.CacheNodeIds(decodeCachedIDs)
-		for _, body := range [][]byte{a, b, b, a} {
+		for _, body := range [][]byte{a, b, b, b, a, a, a} {
 			fresh := codec.NewDecoder(body)
 			want := fresh.Message()
 			in := append([]byte(nil), body...) // the chunk, cleared after the Handler

@@ -2,6 +2,8 @@ package uasc
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,20 +124,35 @@ func TestRecycleRepeat(t *testing.T) {
 	}{
 		{2, 200, []string{"a", "b"}, true},
 		{3, 200, []string{"a", "b"}, true}, // the same Timestamp
-		{4, 0, []string{"a", "c"}, false},  // decoded into the spare
-		{5, 1, []string{"a", "c"}, true},
-		{6, 2, []string{"keep"}, false},
+		{4, 0, []string{"a", "c"}, false},  // decoded into the spare; after a miss, not copied
+		{5, 1, []string{"a", "c"}, false},  // so decoded again, and copied
+		{6, 1, []string{"a", "c"}, true},
+		{7, 2, []string{"keep"}, false},
 	} {
 		got := send(tc.handle, tc.stamp, tc.ranges...)
 		require.Same(t, first.msg, got.msg, "request %d", i)
 		require.Equal(t, tc.repeated, got.repeated, "request %d", i)
 	}
 	kept := first.msg
-	again := send(7, 2, "keep")
+	again := send(8, 2, "keep")
 	require.NotSame(t, kept, again.msg, "a request the handler kept was handed out again")
 	require.False(t, again.repeated)
-	require.False(t, send(8, 4, "a", "c").repeated, "decoded: the spare was kept by the handler")
-	require.True(t, send(9, 4, "a", "c").repeated)
+	require.False(t, send(9, 4, "a", "c").repeated, "decoded: the spare was kept by the handler")
+	require.False(t, send(10, 4, "a", "c").repeated, "not copied: one miss before")
+	require.True(t, send(11, 4, "a", "c").repeated)
+
+	// Every miss against a copied body doubles the requests that are not copied after it:
+	// 1 after (x,0), 3 after (x,1), 7 after the first z. So the first z and the six after
+	// it are not copied, the eighth is, and the ninth is the first repeat.
+	for i := range 3 {
+		send(uint32(20+2*i), 5, "x", strconv.Itoa(i))
+		send(uint32(21+2*i), 5, "y", strconv.Itoa(i))
+	}
+	var waits []bool
+	for i := range 20 {
+		waits = append(waits, send(uint32(40+i), 6, "z").repeated)
+	}
+	require.Equal(t, 8, slices.Index(waits, true))
 }
 
 // TestResponseTooLarge answers a Read with a response of more chunks than the client

@@ -26,9 +26,20 @@ import (
 // share slows them. Beside the server, the benchmark spends only the patching of each
 // request's sequence number. The Reads/s suite's server CPU per Read is this plus the
 // system calls and the runtime's network poller.
+//
+// A client that polls repeats its request but for the RequestHeader's Timestamp and
+// RequestHandle, which the channel answers without decoding (uasc.Request.Recycle). With
+// varied, every other request reads another node, so that each one is decoded.
 func BenchmarkServeReads(b *testing.B) {
-	for _, tc := range []struct{ conns, depth int }{{1, 1}, {1, 8}, {2, 8}} {
-		b.Run(fmt.Sprintf("conns=%d/depth=%d", tc.conns, tc.depth), func(b *testing.B) {
+	for _, tc := range []struct {
+		conns, depth int
+		varied       bool
+	}{{1, 1, false}, {1, 8, false}, {2, 8, false}, {1, 8, true}} {
+		name := fmt.Sprintf("conns=%d/depth=%d", tc.conns, tc.depth)
+		if tc.varied {
+			name += "/varied"
+		}
+		b.Run(name, func(b *testing.B) {
 			cfg := benchConfig(b, filepath.Join(b.TempDir(), "pki"))
 			srv, err := New(cfg, Options{Logger: discardLogger()})
 			require.NoError(b, err)
@@ -48,7 +59,7 @@ func BenchmarkServeReads(b *testing.B) {
 				require.NoError(b, <-served)
 			}()
 			for i := range rcs {
-				rcs[i] = startReplay(b, ln, cfg.Endpoint.EndpointURL, tc.depth)
+				rcs[i] = startReplay(b, ln, cfg.Endpoint.EndpointURL, tc.depth, tc.varied)
 			}
 
 			b.ReportAllocs()
@@ -69,20 +80,26 @@ func BenchmarkServeReads(b *testing.B) {
 
 // startReplay hands ln a connection, opens a channel and a session on it and turns it
 // into a replayConn of batches of depth Reads, warmed up.
-func startReplay(b *testing.B, ln *connListener, endpointURL string, depth int) *replayConn {
+func startReplay(b *testing.B, ln *connListener, endpointURL string, depth int, varied bool) *replayConn {
 	serverEnd, clientEnd := net.Pipe()
 	rc := &replayConn{discardConn: discardConn{Conn: serverEnd}, feed: make(chan int), answered: make(chan struct{}, 1)}
 	ln.conns <- rc
 	c, token := rawOver(b, clientEnd, endpointURL)
-	read := &ua.ReadRequest{
-		RequestHeader:      ua.RequestHeader{AuthenticationToken: token, RequestHandle: 7, TimeoutHint: 10000},
-		TimestampsToReturn: ua.TimestampsToReturnBoth,
-		NodesToRead:        readValues([]codec.NodeId{codec.NewNumericNodeId(0, id.Server_ServerStatus_State)}, 1),
+	read := func(node uint32) *ua.ReadRequest {
+		return &ua.ReadRequest{
+			RequestHeader:      ua.RequestHeader{AuthenticationToken: token, RequestHandle: 7, TimeoutHint: 10000},
+			TimestampsToReturn: ua.TimestampsToReturnBoth,
+			NodesToRead:        readValues([]codec.NodeId{codec.NewNumericNodeId(0, node)}, 1),
+		}
 	}
 	rc.seq = c.seq // patch numbers the batch on from here
-	for range depth {
+	for i := range depth {
+		node := uint32(id.Server_ServerStatus_State)
+		if varied && i%2 == 1 {
+			node = id.Server_ServiceLevel
+		}
 		start := len(rc.batch)
-		rc.batch = c.chunk(rc.batch, "MSG", read)
+		rc.batch = c.chunk(rc.batch, "MSG", read(node))
 		rc.seqAt = append(rc.seqAt, start+16)
 	}
 	// From here on the server reads batches from rc and writes into its sink. An empty
