@@ -84,6 +84,24 @@ func gopcuaServerStatus(t *testing.T, ctx context.Context, c *opcua.Client) {
 	require.Equal(t, ua.ServerStateRunning, st.State)
 	require.WithinDuration(t, time.Now(), st.CurrentTime, 10*time.Second)
 	require.Equal(t, "urn:uastack.dev:server", st.BuildInfo.ProductURI)
+
+	// A client that polls sends the same request but for its Timestamp and RequestHandle,
+	// which the channel answers without decoding it again: each answer is its own.
+	var last time.Time
+	var handles []uint32
+	for range 3 {
+		time.Sleep(5 * time.Millisecond)
+		resp, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{readValueID(2258, ua.AttributeIDValue)}})
+		require.NoError(t, err)
+		require.Len(t, resp.Results, 1)
+		now, ok := resp.Results[0].Value.Value().(time.Time)
+		require.True(t, ok, "CurrentTime is %T", resp.Results[0].Value.Value())
+		require.True(t, now.After(last), "CurrentTime %v after %v", now, last)
+		last = now
+		handles = append(handles, resp.ResponseHeader.RequestHandle)
+	}
+	require.NotEqual(t, handles[0], handles[1])
+	require.NotEqual(t, handles[1], handles[2])
 }
 
 // gopcuaDemoIndex returns the namespace index of urn:uastack:demo.

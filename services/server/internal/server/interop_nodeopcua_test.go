@@ -231,7 +231,14 @@ async function serviceChecks(session) {
           const [dv, now] = await session.read([{ nodeId: "ns=0;i=2256", attributeId: AttributeIds.Value },
             { nodeId: "ns=0;i=2258", attributeId: AttributeIds.Value }]);
           const st = dv.value.value;
-          result({ step: name, policy: client.securityPolicy, mode: MessageSecurityMode[client.securityMode],
+          // Polling: the same request again but for its Timestamp and RequestHandle.
+          const polled = [];
+          for (let k = 0; k < 3; k++) {
+            await new Promise((r) => setTimeout(r, 5));
+            const [p] = await session.read([{ nodeId: "ns=0;i=2258", attributeId: AttributeIds.Value }]);
+            polled.push(p.value.value instanceof Date ? p.value.value.toISOString() : null);
+          }
+          result({ step: name, policy: client.securityPolicy, mode: MessageSecurityMode[client.securityMode], polled,
             status: dv.statusCode.name, type: st && st.constructor.name, state: st && st.state,
             productUri: st && st.buildInfo.productUri, currentTime: st && st.currentTime.toISOString(),
             startTime: st && st.startTime.toISOString(), nowStatus: now.statusCode.name,
@@ -325,6 +332,12 @@ func TestInteropNodeOPCUA(t *testing.T) {
 			require.Equal(t, "Good", r["nowStatus"], ch)
 			require.Equal(t, "DateTime", r["nowType"], ch)
 			require.WithinDuration(t, time.Now(), parseTime(t, r["now"]), time.Minute, ch)
+			polled, ok := r["polled"].([]any)
+			require.True(t, ok, "polled is %T", r["polled"])
+			require.Len(t, polled, 3, ch)
+			for k := 1; k < len(polled); k++ {
+				require.True(t, parseTime(t, polled[k]).After(parseTime(t, polled[k-1])), "%s: polled %v", ch, polled)
+			}
 		}
 	}
 
