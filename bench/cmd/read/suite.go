@@ -98,9 +98,7 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	// that each gets more of the run's time.
 	ab := o.against != ""
 	targets := []target{{name: rowUastackNone, pid: srv.Pid(), dial: ours(policy.URINone, ua.MessageSecurityModeNone)}}
-	if !ab {
-		targets = append(targets, target{name: rowUastackSaE, pid: srv.Pid(), dial: ours(policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt)})
-	} else {
+	if ab {
 		other, err := uaserver.Start(ctx, o.against, filepath.Join(dir, "against"), ident, sets...)
 		if err != nil {
 			return nil, fmt.Errorf("-against: %w", err)
@@ -109,6 +107,8 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		targets = append(targets, target{name: rowAgainst, pid: other.Pid(),
 			dial: pkgClient(other.URL, policy.URINone, ua.MessageSecurityModeNone, client.InsecureSkipVerify())})
 		r.Note("%s: %s.", rowAgainst, o.against)
+	} else {
+		targets = append(targets, target{name: rowUastackSaE, pid: srv.Pid(), dial: ours(policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt)})
 	}
 
 	// The ceiling exchanges frames of the sizes uastack's Read request and response have

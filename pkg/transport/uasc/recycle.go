@@ -14,15 +14,13 @@ import (
 // fields set, and is not decoded. Only the reading goroutine uses it.
 type recycled struct {
 	msg codec.Structure
-	// body is a copy of the body msg was decoded from, and stamp the offset in it of the
-	// Timestamp, which the RequestHandle follows; stamp is 0 while body does not describe
-	// msg. req is msg while stamp is set. at is where the Timestamp was in the last body
-	// copied, which stays when msg is decoded into: body[:at] still holds the type's and
-	// the AuthenticationToken's NodeIds.
-	body  []byte
-	stamp int
-	req   ua.Request
-	at    int
+	// body is a copy of the last body copied and at the offset in it of the Timestamp,
+	// which the RequestHandle follows. req is msg while body is the body msg was decoded
+	// from, and nil otherwise; body[:at] keeps the type's and the AuthenticationToken's
+	// NodeIds either way.
+	body []byte
+	at   int
+	req  ua.Request
 	// A client whose requests do not repeat should not pay for the copies: after a body
 	// that was not repeated, the next wait recycled requests are not copied, and wait
 	// doubles up to maxWait with every further miss.
@@ -64,8 +62,8 @@ func (rc *recycled) decode(body []byte, d *codec.Decoder) (m codec.Structure, re
 // the RequestHeader's Timestamp and RequestHandle, which it sets from body with d. The same
 // bytes decode to the same message, so the result is what decoding body would give.
 func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool) {
-	at := rc.stamp
-	if rc.msg == nil || at == 0 {
+	at := rc.at
+	if rc.msg == nil || rc.req == nil {
 		return nil, false
 	}
 	// One comparison: the copy takes body's Timestamp and RequestHandle first. When the
@@ -91,7 +89,7 @@ func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool
 // body it was decoded from.
 func (rc *recycled) take() codec.Structure {
 	m := rc.msg
-	rc.msg, rc.stamp, rc.req = nil, 0, nil
+	rc.msg, rc.req = nil, nil
 	return m
 }
 
@@ -109,13 +107,13 @@ func (rc *recycled) handled() { rc.cur, rc.curMsg = nil, nil }
 func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 	rc.msg = m
 	if m != rc.curMsg {
-		rc.stamp, rc.req = 0, nil
+		rc.req = nil
 		return
 	}
 	if rc.repeated {
-		return // body and stamp describe m already
+		return // body and req describe m already
 	}
-	rc.stamp, rc.req = 0, nil
+	rc.req = nil
 	if rc.wait > 0 {
 		rc.wait--
 		return
@@ -136,6 +134,6 @@ func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 		}
 		at = d.Pos()
 	}
-	rc.stamp, rc.req, rc.at = at, req, at
+	rc.req, rc.at = req, at
 	rc.body = append(rc.body[:0], rc.cur...)
 }
