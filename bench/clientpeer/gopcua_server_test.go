@@ -19,10 +19,10 @@ import (
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // ownCertificate makes an application instance certificate for uri and 127.0.0.1 in a

@@ -12,7 +12,7 @@ import (
 	gua "github.com/gopcua/opcua/ua"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // normalize turns a value of uastack's or gopcua's type system into a tree of maps,

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 func mustMatrix(t testing.TB, flat any, dims ...int32) codec.Variant {

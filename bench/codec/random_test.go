@@ -5,8 +5,8 @@ import (
 	"reflect"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // filler fills uastack values with random contents for the oracle tests. It uses

@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Backoff is the bounded exponential backoff with jitter between connection attempts

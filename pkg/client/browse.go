@@ -4,8 +4,8 @@ import (
 	"context"
 	"iter"
 
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // References browses one node and yields its references, following continuation points

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // fakeServer is a SecurityPolicy None server built on uasc alone: it offers one

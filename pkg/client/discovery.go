@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 var errNoCertificate = errors.New("client: no application certificate (use the Certificate option)")

@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Failover names the endpoint URLs of the servers of a redundant set (Part 4 §6.6.2),

@@ -8,9 +8,9 @@ import (
 	"fmt"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // identity is the user a session logs in as (Part 4 §7.41).

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // maxOutstandingPublish is the client's own bound on Publish requests in flight per

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
-	"uastack.dev/pkg/ua/status"
 )
 
 // The service methods take the request the caller built and fill its RequestHeader

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // secureFake is a Basic256Sha256 SignAndEncrypt server on uasc whose CreateSession

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
-	"uastack.dev/pkg/ua/status"
 )
 
 // SubscriptionParams are the requested settings of a subscription (Part 4 §5.13.2) and

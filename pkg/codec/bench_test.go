@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // binSink keeps benchmark results alive so that the compiler cannot drop the work.

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // binCase is one row of an annotated wire table. val encodes to canon (wire unless canon is

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Annotated wire tables for the fixed-size built-ins and the simple composites

@@ -1,6 +1,6 @@
 package codec
 
-import "uastack.dev/pkg/ua/status"
+import "uastack.dev/pkg/status"
 
 // DataValue is a value with its status and timestamps (Part 4 §7.11, Part 6 §5.2.2.17).
 // Fields at their zero value are left out of the encoding, as the mask allows.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // DataValue mask bits (Part 6 §5.2.2.17, Table 21).

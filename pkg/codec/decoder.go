@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Decoder reads OPC UA binary values from a byte slice.

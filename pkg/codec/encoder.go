@@ -5,7 +5,7 @@ import (
 	"math"
 	"unsafe"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Encoder appends the OPC UA binary encoding of values to a buffer.

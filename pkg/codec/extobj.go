@@ -3,7 +3,7 @@ package codec
 import (
 	"sync"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Structure is a structured DataType with generated encoders (Part 6 §5.2.6). Generated

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // binExtObjCases are ExtensionObject rows (Part 6 §5.2.2.15).

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // minKeyLimit is the longest member name accepted even when MaxStringLength is lower.

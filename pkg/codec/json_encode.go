@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // DefaultJSONFlushThreshold is the number of buffered bytes past which a JSONEncoder

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // jsonNS is the namespace of the JSON test types (the binary tests use 201).

@@ -7,7 +7,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // ExtensionObjectJSON marks an ExtensionObject whose Body is the JSON object of a

@@ -1,6 +1,6 @@
 package codec
 
-import "uastack.dev/pkg/ua/status"
+import "uastack.dev/pkg/status"
 
 // Message writes a service message as the body of a secure channel MSG: the NodeId of its
 // binary encoding, then the structure.

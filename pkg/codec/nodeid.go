@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // IDType is the kind of a NodeId's identifier (Part 3 §8.2.3).

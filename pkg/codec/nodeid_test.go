@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // binNodeIdCases are NodeId rows (Part 6 §5.2.2.9), including the compact form chosen at

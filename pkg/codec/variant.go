@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // TypeID is a built-in type id (Part 6 §5.1.2, Table 1); 0 means null.

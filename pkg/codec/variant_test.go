@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 func binV(x any) codec.Variant { return codec.MustVariant(x) }

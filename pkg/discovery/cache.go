@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Server is what a Cache knows of one server.

@@ -43,8 +43,8 @@ import (
 	"context"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Manager serves the nodes of one or more namespaces.

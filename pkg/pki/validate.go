@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // maxChainDepth bounds chain building (leaf plus issuers).

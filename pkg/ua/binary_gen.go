@@ -31,7 +31,7 @@ package ua
 
 import (
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // EncodeBinary appends v in the OPC UA Binary encoding (Part 6 §5.2) to e's buffer.

@@ -31,7 +31,7 @@ package ua
 
 import (
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // EncodeJSON writes v as a JSON object in e's form, compact or verbose (Part 6 §5.4).

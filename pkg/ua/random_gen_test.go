@@ -32,7 +32,7 @@ package ua
 import (
 	"math/rand/v2"
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // randomNamingRuleType returns a random NamingRuleType.

@@ -11,7 +11,7 @@ import (
 	"math/rand/v2"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // randLen returns the length of a random array: 0 to 3, and 0 once depth runs out.

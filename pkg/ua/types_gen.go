@@ -31,7 +31,7 @@ package ua
 
 import (
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // ImageBMP is the OPC UA ImageBMP DataType (Part 5 §12.2.3.3).

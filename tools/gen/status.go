@@ -16,9 +16,9 @@ type statusRow struct {
 	description string
 }
 
-// genStatus writes ua/status/status_gen.go: a Code constant per standard
+// genStatus writes status/status_gen.go: a Code constant per standard
 // StatusCode and a table sorted by code for the hand-written lookups in
-// ua/status/status.go.
+// status/status.go.
 func genStatus(schemaDir, outDir string) error {
 	const file = "StatusCode.csv"
 	records, err := readCSV(schemaDir, file, 3)
@@ -40,7 +40,7 @@ func genStatus(schemaDir, outDir string) error {
 		if err := checkExportedName(file, name); err != nil {
 			return err
 		}
-		// Keep in step with the exported names in pkg/ua/status/status.go.
+		// Keep in step with the exported names in pkg/status/status.go.
 		if err := checkNoClash(file, name, "Code"); err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func genStatus(schemaDir, outDir string) error {
 	}
 	b.WriteString("}\n")
 
-	return writeGoFile(outDir, "ua/status/status_gen.go", file, b.Bytes())
+	return writeGoFile(outDir, "status/status_gen.go", file, b.Bytes())
 }
 
 // oneLine folds line breaks so text can sit in a // comment.

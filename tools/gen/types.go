@@ -77,7 +77,7 @@ func goSource(pkg string, body *bytes.Buffer, imports ...string) []byte {
 
 const (
 	codecImport  = "uastack.dev/pkg/codec"
-	statusImport = "uastack.dev/pkg/ua/status"
+	statusImport = "uastack.dev/pkg/status"
 	idImport     = "uastack.dev/pkg/ua/id"
 )
 

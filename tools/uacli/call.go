@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 func init() {

@@ -17,9 +17,9 @@ import (
 
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // globals are the flags every command accepts.

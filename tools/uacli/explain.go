@@ -12,9 +12,9 @@ import (
 
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // explain turns a failure into a message that names the StatusCode and says what to

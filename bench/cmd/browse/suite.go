@@ -12,10 +12,10 @@ import (
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // walkStats is what one full walk saw and cost.

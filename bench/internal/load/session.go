@@ -15,11 +15,11 @@ import (
 
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Target is what every Session of a run connects to: the server URL and the endpoint

@@ -7,7 +7,7 @@ import (
 	"crypto/subtle"
 	"hash"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // cbcHMAC is the symmetric suite of every RSA policy: AES-CBC with the

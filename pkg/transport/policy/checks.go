@@ -5,7 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // ThumbprintSize is the length of a certificate thumbprint (SHA-1).

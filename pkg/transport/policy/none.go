@@ -5,7 +5,7 @@ import (
 	"crypto/x509"
 	"io"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // URINone is SecurityPolicy None: no signing, no encryption.

@@ -3,7 +3,7 @@ package policy
 import (
 	"crypto/subtle"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Padding of encrypted chunks (Part 6 §6.7.2.5). The encrypted part of a

@@ -9,7 +9,7 @@ import (
 	"hash"
 	"io"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // rsaAlgorithms are the asymmetric algorithms of an RSA policy.

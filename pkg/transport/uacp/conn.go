@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // Timeouts used when a config leaves them zero.

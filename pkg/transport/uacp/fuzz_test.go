@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 func addMessageSeeds(f *testing.F) {

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // MessageType is the three-byte ASCII code at the start of every message header

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // wireCases are annotated encodings checked in both directions.

@@ -3,7 +3,7 @@ package uacp
 import (
 	"fmt"
 
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // ProtocolVersion is the UACP protocol version this package speaks (Part 6 §7.1.2.3).

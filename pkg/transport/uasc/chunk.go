@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uacp"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Fixed sizes of the chunk headers (Part 6 §6.7.2).

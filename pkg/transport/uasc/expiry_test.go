@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // stopRenewal stops the client's automatic token renewal, as a client that stopped renewing

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Budget is a number of bytes that the channels sharing it may hold in partly reassembled

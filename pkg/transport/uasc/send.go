@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uacp"
-	"uastack.dev/pkg/ua/status"
 )
 
 var zeroHeader [symBodyOffset]byte

@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // issue makes a certificate for key, signed by parent's key (self-signed when parent is

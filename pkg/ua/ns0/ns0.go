@@ -17,8 +17,8 @@ import (
 	"unsafe"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // record is one node as laid out by the generator (tools/gen/nodeset.go); string

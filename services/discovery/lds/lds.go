@@ -23,11 +23,11 @@ import (
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/discovery"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // TransportProfileUATCP is the transport profile of opc.tcp with UA Binary (Part 7).

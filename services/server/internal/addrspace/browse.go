@@ -6,8 +6,8 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // hasTypeDefinition is the HasTypeDefinition ReferenceType.

@@ -9,10 +9,10 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/pkg/ua/ns0"
-	"uastack.dev/pkg/ua/status"
 )
 
 func browseOne(t testing.TB, s *Space, d ua.BrowseDescription) nodemgr.BrowseResult {

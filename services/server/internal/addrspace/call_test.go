@@ -8,9 +8,9 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // TestCall covers the checks of Call on a method added to an ObjectType and called on an

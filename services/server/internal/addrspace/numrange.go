@@ -4,7 +4,7 @@ import (
 	"unicode/utf8"
 
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // span is one dimension of a NumericRange: the indexes lo..hi inclusive.

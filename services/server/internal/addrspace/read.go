@@ -5,9 +5,9 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Compile-time guards: a Space is a complete in-memory node manager.

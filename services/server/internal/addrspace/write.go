@@ -5,9 +5,9 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Write answers op (Part 4 §5.10.4) and calls done before returning. Only the Value

@@ -13,10 +13,10 @@ import (
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/config"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/client"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // stallProxy forwards TCP both ways until stall is set; from then on it swallows what the

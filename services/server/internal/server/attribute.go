@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // write answers Write (Part 4 §5.10.4): the session checks, BadNothingToDo and

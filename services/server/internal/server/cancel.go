@@ -5,9 +5,9 @@ import (
 	"sync"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/subscription"
 )
 

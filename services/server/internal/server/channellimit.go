@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uacp"
-	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/config"
 )
 

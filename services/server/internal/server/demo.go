@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
 )

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	uaus "uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/servertest"
 )

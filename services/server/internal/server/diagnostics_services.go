@@ -4,8 +4,8 @@ import (
 	"sync/atomic"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // service indexes the per-service counters of SessionDiagnosticsDataType (Part 5

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 const statusInternal = status.BadInternalError

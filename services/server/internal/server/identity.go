@@ -7,10 +7,10 @@ import (
 
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // policyIDCertificate is the policy id of the X509IdentityToken policy the server offers

@@ -13,11 +13,11 @@ import (
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // registerTimeout bounds one registration exchange with the discovery server.

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // call answers Call (Part 4 §5.11.2): the session checks, BadNothingToDo and

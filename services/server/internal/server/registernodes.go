@@ -2,9 +2,9 @@ package server
 
 import (
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // registerNodes answers RegisterNodes (Part 4 §5.9.5). Every node is served straight

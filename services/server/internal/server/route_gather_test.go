@@ -10,9 +10,9 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 	"uastack.dev/services/server/internal/addrspace"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // TestChannelSessionMemory checks that a channel's memory of its session (principalAt with a channelSession)

@@ -2,7 +2,7 @@ package subscription
 
 import (
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/ua/status"
+	"uastack.dev/pkg/status"
 )
 
 // CancelPublishes answers with code, and removes, the parked Publishes of session id for

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Limits bound what clients may ask for. Counts of 0 mean no limit where noted.

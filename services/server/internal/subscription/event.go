@@ -5,9 +5,9 @@ import (
 	"slices"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Event is one occurrence of an event (Part 3 §6.4.2): its EventType and the values of

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/pkg/ua/ns0"
-	"uastack.dev/pkg/ua/status"
 )
 
 // ns0Types is EventTypes over the static namespace-0 tables: the type tree the server

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
-	"uastack.dev/pkg/ua/status"
 )
 
 // Overflow is the InfoBits of a DataValue whose MonitoredItem queue lost values: InfoType

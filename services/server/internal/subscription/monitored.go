@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // reviseSampling returns the sampling interval granted for ms (Part 4 §7.21): negative

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/status"
 )
 
 // state is a state of the Subscription state table (Part 4 §5.13.1.2).
