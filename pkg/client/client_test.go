@@ -16,6 +16,7 @@ import (
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 )
@@ -79,7 +80,7 @@ func (f *fakeServer) handle(_ context.Context, req uasc.Request) {
 			SecurityMode:        ua.MessageSecurityModeNone,
 			SecurityPolicyUri:   policy.URINone,
 			UserIdentityTokens:  []ua.UserTokenPolicy{{PolicyId: "anon", TokenType: ua.UserTokenTypeAnonymous}},
-			TransportProfileUri: transportUATCP,
+			TransportProfileUri: uacp.TransportProfile,
 		}}}
 	case *ua.CreateSessionRequest:
 		f.mu.Lock()

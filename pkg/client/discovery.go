@@ -150,7 +150,7 @@ func SelectEndpoint(eps []ua.EndpointDescription, policyURI string, mode ua.Mess
 	var best *ua.EndpointDescription
 	for i := range eps {
 		ep := &eps[i]
-		if ep.TransportProfileUri != "" && ep.TransportProfileUri != transportUATCP {
+		if ep.TransportProfileUri != "" && ep.TransportProfileUri != uacp.TransportProfile {
 			continue
 		}
 		if _, ok := policy.Lookup(ep.SecurityPolicyUri); !ok {
@@ -178,8 +178,6 @@ func SelectEndpoint(eps []ua.EndpointDescription, policyURI string, mode ua.Mess
 	return *best, nil
 }
 
-// transportUATCP is the transport profile of opc.tcp with UA Binary (Part 7).
-const transportUATCP = "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary"
 
 // sameSecurity reports whether two endpoint lists offer the same (policy, mode)
 // pairs: Part 4 §5.6.2 asks a client to compare CreateSession's
@@ -193,7 +191,7 @@ func sameSecurity(a, b []ua.EndpointDescription) bool {
 	set := func(eps []ua.EndpointDescription) []key {
 		out := make([]key, 0, len(eps))
 		for _, ep := range eps {
-			if ep.TransportProfileUri != "" && ep.TransportProfileUri != transportUATCP {
+			if ep.TransportProfileUri != "" && ep.TransportProfileUri != uacp.TransportProfile {
 				continue
 			}
 			out = append(out, key{ep.SecurityPolicyUri, ep.SecurityMode})

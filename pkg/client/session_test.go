@@ -14,6 +14,7 @@ import (
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 )
@@ -35,7 +36,7 @@ func (f *secureFake) endpoints() []ua.EndpointDescription {
 		EndpointUrl: f.url, ServerCertificate: f.cert.Raw,
 		SecurityPolicyUri: policy.URIBasic256Sha256, SecurityMode: ua.MessageSecurityModeSignAndEncrypt,
 		UserIdentityTokens:  []ua.UserTokenPolicy{{PolicyId: "anon", TokenType: ua.UserTokenTypeAnonymous}},
-		TransportProfileUri: transportUATCP, SecurityLevel: 1,
+		TransportProfileUri: uacp.TransportProfile, SecurityLevel: 1,
 	}}
 }
 

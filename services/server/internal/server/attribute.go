@@ -16,7 +16,7 @@ import (
 // BadNodeIdUnknown, BadNotWritable and BadTypeMismatch come from the owners.
 func (s *Server) write(ctx context.Context, req uasc.Request, m *ua.WriteRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
 	if code == status.Good {
 		code = checkCount(len(m.NodesToWrite), s.cfg.OperationLimits.MaxNodesPerWrite)
 	}

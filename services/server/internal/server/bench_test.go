@@ -24,6 +24,7 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/session"
 )
 
 // The in-process benchmarks (Read1, Read100, BrowseObjects, CreateActivateSession) drive
@@ -135,9 +136,16 @@ type benchSession struct {
 // listener through a uasc.Server built like New's, opens a None channel with our client
 // role, creates and activates an anonymous session, and switches the server's end of the
 // connection to discarding.
-func newBenchSession(tb testing.TB) *benchSession {
+func newBenchSession(tb testing.TB) *benchSession { return newBenchSessionWith(tb, nil) }
+
+// newBenchSessionWith is newBenchSession with the configuration changed by configure
+// (nil: unchanged).
+func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSession {
 	tb.Helper()
 	cfg := benchConfig(tb, filepath.Join(tb.TempDir(), "pki"))
+	if configure != nil {
+		configure(cfg)
+	}
 	srv, err := New(cfg, Options{Logger: discardLogger()})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = srv.Close() })
@@ -385,7 +393,7 @@ func BenchmarkCreateActivateSession(b *testing.B) {
 		if e.Err() != nil {
 			b.Fatalf("encode: %v", e.Err())
 		}
-		bs.srv.sessions.drop(cr.AuthenticationToken)
+		bs.srv.sessions.Abort(cr.AuthenticationToken)
 		return ar
 	}
 	once()
@@ -394,7 +402,7 @@ func BenchmarkCreateActivateSession(b *testing.B) {
 	for b.Loop() {
 		last = once()
 	}
-	require.Len(b, last.ServerNonce, nonceLength)
+	require.Len(b, last.ServerNonce, session.NonceLength)
 	require.Equal(b, uint32(2), last.ResponseHeader.RequestHandle)
 }
 

@@ -102,7 +102,7 @@ func (o *outstanding) len() int {
 // of the channel is read, so only queued and parked ones can be cancelled.
 func (s *Server) cancel(ch *uasc.ServerChannel, m *ua.CancelRequest) codec.Structure {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
 	if code != status.Good {
 		return s.fault(h, code)
 	}

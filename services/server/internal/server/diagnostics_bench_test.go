@@ -3,12 +3,12 @@ package server
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/config"
 )
 
 // BenchmarkCreateActivateDiagnostics is BenchmarkCreateActivateSession with the
@@ -17,8 +17,7 @@ import (
 func BenchmarkCreateActivateDiagnostics(b *testing.B) {
 	for _, enabled := range []bool{true, false} {
 		b.Run(fmt.Sprintf("enabled=%v", enabled), func(b *testing.B) {
-			bs := newBenchSession(b)
-			bs.srv.diag.enabled = enabled
+			bs := newBenchSessionWith(b, func(c *config.Config) { c.Observability.DiagnosticsEnabled = enabled })
 			createBody := encodeBody(b, &ua.CreateSessionRequest{
 				RequestHeader:           ua.RequestHeader{RequestHandle: 1},
 				ClientDescription:       ua.ApplicationDescription{ApplicationUri: "urn:bench", ApplicationType: ua.ApplicationTypeClient},
@@ -51,47 +50,17 @@ func BenchmarkCreateActivateDiagnostics(b *testing.B) {
 				e.Reset(e.Bytes()[:0])
 				e.Message(ar)
 				require.NoError(b, e.Err())
-				bs.srv.sessions.drop(cr.AuthenticationToken)
+				bs.srv.sessions.Abort(cr.AuthenticationToken)
 			}
 			once()
 			b.ReportAllocs()
 			for b.Loop() {
 				once()
 			}
-			// Every session but the benchmark's own was dropped again.
-			require.EqualValues(b, 1, bs.srv.diag.currentSessions.Load())
-			bs.srv.diag.mu.Lock()
-			described := len(bs.srv.diag.sessions)
-			bs.srv.diag.mu.Unlock()
-			require.Equal(b, 1, described) // the benchmark's own, made while enabled
-		})
-	}
-}
-
-// BenchmarkDiagnosticsRebuild is one rebuild of the diagnostics snapshot with n
-// described sessions, each with a subscription: what the first read after the
-// throttling interval costs.
-func BenchmarkDiagnosticsRebuild(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
-			bs := newBenchSession(b)
-			bs.srv.sessions.max = n + 1
-			for i := range n {
-				info, code := bs.srv.sessions.create(fmt.Sprintf("s%d", i), time.Hour, bs.ch.ID(), nil)
-				require.True(b, code.IsGood())
-				_, _, code = bs.srv.subs.Create(info.id, "", subscriptionParams(1000, 0, 0, 0, 0), true)
-				require.True(b, code.IsGood())
-			}
-			d := bs.srv.diag
-			b.ReportAllocs()
-			var snap *diagSnapshot
-			for b.Loop() {
-				d.mu.Lock()
-				snap = d.buildLocked(time.Now())
-				d.mu.Unlock()
-			}
-			require.EqualValues(b, n+1, snap.summary.CurrentSessionCount)
-			require.EqualValues(b, n, snap.summary.CurrentSubscriptionCount)
+			// Every session but the benchmark's own was dropped again; the benchmark's own
+			// is described only while enabled.
+			require.Equal(b, 1, bs.srv.sessions.Count())
+			require.Equal(b, enabled, bs.srv.diag.CountersOf(bs.token) != nil)
 		})
 	}
 }

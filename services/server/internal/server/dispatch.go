@@ -175,7 +175,7 @@ const retryAfterKey = "RetryAfterMs"
 // respond sends msg; a failure means the channel is gone, which the channel's own
 // goroutine reports.
 func (s *Server) respond(req uasc.Request, msg codec.Structure) {
-	s.countService(req.Message, msg)
+	s.diag.Answered(req.Message, msg)
 	s.send(req, msg)
 }
 
@@ -212,7 +212,6 @@ func (s *Server) timeOf(req uasc.Request) time.Time {
 
 // fault returns a ServiceFault answering h with code (Part 4 §7.33).
 func (s *Server) fault(h ua.RequestHeader, code status.Code) *ua.ServiceFault {
-	s.diag.rejected(code)
 	return &ua.ServiceFault{ResponseHeader: s.header(h, code)}
 }
 

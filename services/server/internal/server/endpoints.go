@@ -6,14 +6,11 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
 )
-
-// TransportProfileUATCP is the transport profile of opc.tcp endpoints with the UA Binary
-// encoding (Part 7, "UA-TCP UA-SC UA-Binary").
-const TransportProfileUATCP = "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary"
 
 // Policy ids of the user token policies the server offers (Part 4 §7.42). The anonymous
 // one is the id gopcua and most clients send when they were not told otherwise.
@@ -131,7 +128,7 @@ func buildEndpoints(cfg *config.Config, sec []uasc.SecurityConfig, cert []byte) 
 			SecurityMode:        s.Mode,
 			SecurityPolicyUri:   s.PolicyURI,
 			UserIdentityTokens:  tokens,
-			TransportProfileUri: TransportProfileUATCP,
+			TransportProfileUri: uacp.TransportProfile,
 			SecurityLevel:       securityLevel(s.PolicyURI, s.Mode),
 		})
 	}

@@ -17,7 +17,7 @@ import (
 // request queue (callRouted).
 func (s *Server) call(ctx context.Context, req uasc.Request, m *ua.CallRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
 	if code == status.Good {
 		code = checkCount(len(m.MethodsToCall), s.cfg.OperationLimits.MaxNodesPerMethodCall)
 	}

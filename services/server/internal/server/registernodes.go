@@ -31,7 +31,7 @@ func (s *Server) unregisterNodes(ch *uasc.ServerChannel, m *ua.UnregisterNodesRe
 
 // checkRegister makes the checks of RegisterNodes and UnregisterNodes for n nodes.
 func (s *Server) checkRegister(ch *uasc.ServerChannel, h ua.RequestHeader, n int) status.Code {
-	_, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
+	_, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
 	if code != status.Good {
 		return code
 	}

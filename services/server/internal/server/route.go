@@ -246,7 +246,7 @@ func (s *Server) routesRead(m *ua.ReadRequest) bool {
 func (s *Server) readRouted(ctx context.Context, req uasc.Request, m *ua.ReadRequest) {
 	h := m.RequestHeader
 	var principal nodemgr.Principal
-	_, code := s.checkRead(req.Channel, nil, m, s.now(), &principal)
+	code := s.checkRead(req.Channel, nil, m, s.now(), &principal)
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
 		return

@@ -2,14 +2,20 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"net/url"
+	"time"
 
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/diagnostics"
 )
 
 // Run listens on cfg.Endpoint.ListenAddress, creates the Server, logs its endpoints and
@@ -80,4 +86,38 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// WriteMetrics writes the server's counters in the Prometheus text format: the
+// diagnostics summary, the request queue and the Go runtime.
+func (s *Server) WriteMetrics(w io.Writer) error {
+	queued, running, busy := s.queue.stats()
+	return s.diag.WriteMetrics(w,
+		diagnostics.Metric{Name: "uastack_request_queue_length", Kind: "gauge", Help: "Requests waiting for a worker.", Value: float64(queued)},
+		diagnostics.Metric{Name: "uastack_request_workers", Kind: "gauge", Help: "Request workers started.", Value: float64(running)},
+		diagnostics.Metric{Name: "uastack_request_workers_busy", Kind: "gauge", Help: "Request workers running a job.", Value: float64(busy)},
+	)
+}
+
+// serveObservability serves /metrics and the Go profiler (/debug/pprof/) on ln until ctx
+// ends. The profiler shows the server's internals to whoever reaches the address, so
+// the address belongs on loopback or behind a firewall (Run warns otherwise).
+func (s *Server) serveObservability(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_ = s.WriteMetrics(w)
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	stop := context.AfterFunc(ctx, func() { _ = hs.Close() })
+	defer stop()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/session"
 	"uastack.dev/services/server/internal/subscription"
 )
 
@@ -58,12 +60,14 @@ type Server struct {
 	tokens    []ua.UserTokenPolicy
 	disc      discoveryAnswers // the encoded GetEndpoints and FindServers answers
 	space     *addrspace.Space
-	sessions  *sessions
-	diag      *diagnostics
-	subs      *subscription.Engine // set by initSubscriptions
-	events    *eventTypes          // set by initSubscriptions
-	channels  *uasc.Server
-	startTime codec.DateTime
+	sessions  *session.Table
+	// failedLogins locks out clients that fail ActivateSession too often.
+	failedLogins *session.Lockout
+	diag         *diagnostics.Diagnostics
+	subs         *subscription.Engine // set by initSubscriptions
+	events       *eventTypes          // set by initSubscriptions
+	channels     *uasc.Server
+	startTime    codec.DateTime
 
 	// namespaces is the NamespaceArray: those of space, then those of the Managers.
 	namespaces []string
@@ -133,13 +137,13 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		endpoints:  buildEndpoints(cfg, sec, cert.Raw),
 		tokens:     userTokenPolicies(cfg),
 		space:      space,
-		sessions:   newSessions(cfg.Limits.MaxSessionCount, now),
+		sessions:   session.New(cfg.Limits.MaxSessionCount, now),
 		startTime:  codec.DateTimeOf(now()),
 		namespaces: namespaces,
 		routing:    routing,
 	}
-	s.diag = newDiagnostics(cfg.Observability.DiagnosticsEnabled, now)
-	s.sessions.diag = s.diag
+	lo := cfg.Security
+	s.failedLogins = session.NewLockout(lo.MaxFailedAuthenticationAttempts, lo.FailedAuthenticationWindow, lo.FailedAuthenticationLockout, now)
 	s.queue = newRequestQueue(cfg.Limits.MaxQueuedRequestCount,
 		cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now, &s.wg)
 	if err := s.initServerObject(); err != nil {
@@ -147,7 +151,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.initSubscriptions()
-	if err := s.initDiagnostics(); err != nil {
+	if err := s.diag.Install(s.space); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
@@ -161,7 +165,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			// The message names the certificate and, for an untrusted one, the file to
 			// move to trust it: the integrator's next step.
 			log.Warn("client certificate rejected", "err", err)
-			s.diag.securityRejected()
+			s.diag.SecurityRejected()
 		}
 		return err
 	}
@@ -225,7 +229,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	<-registered
 	s.stopping.Store(true)
 	s.queue.close()
-	s.sessions.stop()
+	s.sessions.Stop()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -237,7 +241,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.sessions.stop()
+		s.sessions.Stop()
 		s.stopTrust()
 		err = s.pki.Close()
 	})

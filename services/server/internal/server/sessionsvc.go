@@ -16,6 +16,7 @@ import (
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/session"
 )
 
 // reviseTimeout clamps the requested session timeout (milliseconds) into the configured
@@ -34,7 +35,7 @@ func (s *Server) reviseTimeout(ms float64) time.Duration {
 // the response carries the server's signature over ClientCertificate || ClientNonce made
 // with the channel's SecurityPolicy.
 func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionRequest) (answer codec.Structure) {
-	defer func() { s.diag.sessionAnswer(answer) }()
+	defer func() { s.diag.SessionAnswer(answer) }()
 	h := m.RequestHeader
 	secure := ch.SecurityPolicyURI() != policy.URINone
 	var clientCert *x509.Certificate
@@ -44,7 +45,7 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 		if pol, ok = policyOf(ch.SecurityPolicyURI()); !ok {
 			return s.fault(h, status.BadSecurityPolicyRejected)
 		}
-		if len(m.ClientNonce) < nonceLength {
+		if len(m.ClientNonce) < session.NonceLength {
 			return s.fault(h, status.BadNonceInvalid)
 		}
 		clientCert = ch.ClientCertificate()
@@ -54,17 +55,25 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 		}
 	}
 	timeout := s.reviseTimeout(m.RequestedSessionTimeout)
-	info, code := s.sessions.create(m.SessionName, timeout, ch.ID(), clientCert)
+	rec, code := s.sessions.Create(session.Request{
+		Name:                   m.SessionName,
+		ClientDescription:      m.ClientDescription,
+		ServerURI:              m.ServerUri,
+		EndpointURL:            m.EndpointUrl,
+		MaxResponseMessageSize: m.MaxResponseMessageSize,
+		Timeout:                timeout,
+		ChannelID:              ch.ID(),
+		ClientCertificate:      clientCert,
+	})
 	if code != status.Good {
 		return s.fault(h, code)
 	}
-	s.diag.described(info.id, m)
 	resp := &ua.CreateSessionResponse{
 		ResponseHeader:        s.header(h, status.Good),
-		SessionId:             info.id,
-		AuthenticationToken:   info.authToken,
+		SessionId:             rec.SessionID,
+		AuthenticationToken:   rec.AuthenticationToken,
 		RevisedSessionTimeout: float64(timeout) / float64(time.Millisecond),
-		ServerNonce:           info.nonce,
+		ServerNonce:           rec.ServerNonce,
 		ServerCertificate:     s.cert.Raw,
 		ServerEndpoints:       s.endpoints,
 		MaxRequestMessageSize: uint32(s.cfg.Encoding.MaxMessageSize),
@@ -72,19 +81,19 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 	if secure {
 		asym, err := pol.NewAsymmetric(s.key, clientCert)
 		if err != nil {
-			s.sessions.drop(info.authToken)
+			s.sessions.Abort(rec.AuthenticationToken)
 			return s.fault(h, codeOf(err, status.BadSecurityChecksFailed))
 		}
 		data := append(append(make([]byte, 0, len(m.ClientCertificate)+len(m.ClientNonce)), m.ClientCertificate...), m.ClientNonce...)
 		sig, err := asym.Sign(nil, data)
 		if err != nil {
-			s.sessions.drop(info.authToken)
+			s.sessions.Abort(rec.AuthenticationToken)
 			return s.fault(h, statusInternal)
 		}
 		resp.ServerSignature = ua.SignatureData{Algorithm: pol.Info().AsymmetricSignatureURI, Signature: sig}
 	}
-	s.log.Debug("session created", "session", info.id, "name", m.SessionName, "timeout", timeout)
-	s.systemEvent("Session created: " + info.id.String())
+	s.log.Debug("session created", "session", rec.SessionID, "name", m.SessionName, "timeout", timeout)
+	s.systemEvent("Session created: " + rec.SessionID.String())
 	return resp
 }
 
@@ -94,29 +103,29 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 // then checked (identify); on success the session is bound to the channel and a new
 // server nonce returned. A failure leaves the session as it was.
 func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRequest) (answer codec.Structure) {
-	defer func() { s.diag.sessionAnswer(answer) }()
+	defer func() { s.diag.SessionAnswer(answer) }()
 	h := m.RequestHeader
-	snap, code := s.sessions.snapshot(h.AuthenticationToken)
+	rec, clientCert, code := s.sessions.Lookup(h.AuthenticationToken)
 	if code != status.Good {
 		return s.fault(h, code)
 	}
-	if !snap.activated && snap.channelID != ch.ID() {
+	if !rec.Activated && rec.ChannelID != ch.ID() {
 		return s.fault(h, status.BadSecureChannelIdInvalid)
 	}
 	if ch.SecurityPolicyURI() != policy.URINone {
 		chCert := ch.ClientCertificate()
-		if snap.clientCert == nil || chCert == nil || !chCert.Equal(snap.clientCert) {
+		if clientCert == nil || chCert == nil || !chCert.Equal(clientCert) {
 			return s.fault(h, status.BadApplicationSignatureInvalid)
 		}
 		pol, ok := policyOf(ch.SecurityPolicyURI())
 		if !ok {
 			return s.fault(h, status.BadSecurityPolicyRejected)
 		}
-		asym, err := pol.NewAsymmetric(nil, snap.clientCert)
+		asym, err := pol.NewAsymmetric(nil, clientCert)
 		if err != nil {
 			return s.fault(h, status.BadApplicationSignatureInvalid)
 		}
-		data := append(append(make([]byte, 0, len(s.cert.Raw)+len(snap.nonce)), s.cert.Raw...), snap.nonce...)
+		data := append(append(make([]byte, 0, len(s.cert.Raw)+len(rec.ServerNonce)), s.cert.Raw...), rec.ServerNonce...)
 		if m.ClientSignature.Algorithm != pol.Info().AsymmetricSignatureURI ||
 			asym.Verify(data, m.ClientSignature.Signature) != nil {
 			return s.fault(h, status.BadApplicationSignatureInvalid)
@@ -124,29 +133,28 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 	}
 	// A locked-out client is refused before its credentials are checked, so a correct
 	// password does not tell it apart (Security.MaxFailedAuthenticationAttempts).
-	failures := s.failedLogins()
 	key := lockoutKey(ch, m.UserIdentityToken)
-	if failures.locked(key) {
-		s.log.Info("session activation refused: client locked out", "session", snap.id)
+	if s.failedLogins.Locked(key) {
+		s.log.Info("session activation refused: client locked out", "session", rec.SessionID)
 		return s.fault(h, status.BadUserAccessDenied)
 	}
-	principal, code := s.identify(ch, m.UserIdentityToken, m.UserTokenSignature, snap.nonce)
+	principal, code := s.identify(ch, m.UserIdentityToken, m.UserTokenSignature, rec.ServerNonce)
 	if code != status.Good {
-		if failures.fail(key) {
+		if s.failedLogins.Fail(key) {
 			s.log.Warn("too many failed logins; client locked out", "lockout", s.cfg.Security.FailedAuthenticationLockout)
 		}
-		s.log.Info("session activation refused", "session", snap.id, "status", code)
+		s.log.Info("session activation refused", "session", rec.SessionID, "status", code)
 		return s.fault(h, code)
 	}
-	failures.succeed(key)
-	principal.SessionID = snap.id
+	s.failedLogins.Succeed(key)
+	principal.SessionID = rec.SessionID
 	principal.Roles = s.rolesOf(principal)
-	nonce, code := s.sessions.activate(h.AuthenticationToken, ch.ID(), principal)
+	nonce, code := s.sessions.Activate(h.AuthenticationToken, ch.ID(), principal, session.Activation{
+		SecurityPolicyURI: ch.SecurityPolicyURI(), SecurityMode: ch.SecurityMode(), LocaleIDs: m.LocaleIds})
 	if code != status.Good {
 		return s.fault(h, code)
 	}
-	s.diag.activated(snap.id, ch, principal, m.LocaleIds)
-	s.systemEvent("Session activated: " + snap.id.String())
+	s.systemEvent("Session activated: " + rec.SessionID.String())
 	return &ua.ActivateSessionResponse{ResponseHeader: s.header(h, status.Good), ServerNonce: nonce}
 }
 
@@ -257,7 +265,7 @@ func (s *Server) userPassword(uri string, mode ua.MessageSecurityMode, t *ua.Use
 // closeSession answers CloseSession (Part 4 §5.6.4): the session and its continuation
 // points are dropped, and its subscriptions when DeleteSubscriptions is set.
 func (s *Server) closeSession(ch *uasc.ServerChannel, m *ua.CloseSessionRequest) codec.Structure {
-	if code := s.sessions.remove(m.RequestHeader.AuthenticationToken, ch.ID(), m.DeleteSubscriptions); code != status.Good {
+	if code := s.sessions.Close(m.RequestHeader.AuthenticationToken, ch.ID(), m.DeleteSubscriptions); code != status.Good {
 		return s.fault(m.RequestHeader, code)
 	}
 	return &ua.CloseSessionResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
@@ -275,7 +283,7 @@ func (s *Server) dummyHash() string {
 				break
 			}
 		}
-		if h, err := bcrypt.GenerateFromPassword(randomBytes(16), cost); err == nil {
+		if h, err := bcrypt.GenerateFromPassword(session.RandomBytes(16), cost); err == nil {
 			s.dummy = string(h)
 		}
 	})

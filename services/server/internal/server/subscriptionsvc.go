@@ -13,6 +13,8 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/session"
 	"uastack.dev/services/server/internal/subscription"
 )
 
@@ -39,12 +41,16 @@ func (s *Server) initSubscriptions() {
 	}, s.now, sampler{s})
 	s.space.OnChange(s.subs.Changed)
 	s.initEvents()
-	s.sessions.mu.Lock()
-	s.sessions.onEnd = func(id codec.NodeId, deleteSubscriptions bool) {
-		s.subs.SessionEnded(id, deleteSubscriptions)
-		s.systemEvent("Session closed: " + id.String())
-	}
-	s.sessions.mu.Unlock()
+	// The diagnostics observe the sessions first, so that a session's end is counted
+	// before its subscriptions go.
+	s.diag = diagnostics.New(s.cfg.Observability.DiagnosticsEnabled, s.now, s.subs)
+	s.sessions.Observe(s.diag.SessionChanged)
+	s.sessions.Observe(func(c *session.Change) {
+		if c.Kind == session.Ended {
+			s.subs.SessionEnded(c.Record.SessionID, c.DeleteSubscriptions)
+			s.systemEvent("Session closed: " + c.Record.SessionID.String())
+		}
+	})
 }
 
 // sampler reads sampled monitored items: from the address space, or from the mounted
@@ -96,7 +102,7 @@ func subscriptionParams(interval float64, lifetime, keepAlive, maxNotif uint32, 
 // createSubscription answers CreateSubscription (Part 4 §5.13.2).
 func (s *Server) createSubscription(ch *uasc.ServerChannel, m *ua.CreateSubscriptionRequest) codec.Structure {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
 	if code != status.Good {
 		return s.fault(h, code)
 	}
@@ -114,7 +120,7 @@ func (s *Server) createSubscription(ch *uasc.ServerChannel, m *ua.CreateSubscrip
 // modifySubscription answers ModifySubscription (Part 4 §5.13.3).
 func (s *Server) modifySubscription(ch *uasc.ServerChannel, m *ua.ModifySubscriptionRequest) codec.Structure {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
 	if code != status.Good {
 		return s.fault(h, code)
 	}
@@ -131,7 +137,7 @@ func (s *Server) modifySubscription(ch *uasc.ServerChannel, m *ua.ModifySubscrip
 // sessionFor checks the session of a request of n operations (BadNothingToDo for none,
 // BadTooManyOperations above max when max > 0) and returns who it is.
 func (s *Server) sessionFor(ch *uasc.ServerChannel, h ua.RequestHeader, n, max int) (nodemgr.Principal, status.Code) {
-	p, code := s.sessions.principal(h.AuthenticationToken, ch.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
 	if code == status.Good {
 		code = checkCount(n, max)
 	}
@@ -179,7 +185,7 @@ func (s *Server) transferSubscriptions(ch *uasc.ServerChannel, m *ua.TransferSub
 // republish answers Republish (Part 4 §5.13.6).
 func (s *Server) republish(req uasc.Request, m *ua.RepublishRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
 	if code == status.Good {
 		code = s.subs.Republish(p.SessionID, m.SubscriptionId, m.RetransmitSequenceNumber, func(nm *ua.NotificationMessage) {
 			s.respond(req, &ua.RepublishResponse{ResponseHeader: s.header(h, status.Good), NotificationMessage: *nm})
@@ -194,7 +200,7 @@ func (s *Server) republish(req uasc.Request, m *ua.RepublishRequest) {
 // queue, as a pooled record and nothing else, until a publishing cycle answers it.
 func (s *Server) publish(req uasc.Request, m *ua.PublishRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
 	if code != status.Good {
 		s.respond(req, s.fault(h, code))
 		return
@@ -236,7 +242,7 @@ func (c *publishCall) Respond(resp *ua.PublishResponse) {
 	} else {
 		resp.ResponseHeader = s.header(h, status.Good)
 	}
-	s.countService(c.req.Message, msg)
+	s.diag.Answered(c.req.Message, msg)
 	if err := c.req.RespondNoWait(msg); err != nil {
 		s.log.Debug("publish response not sent", "channel", c.req.Channel.ID(), "err", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/session"
 )
 
 // checkCount returns the ServiceResult for a request of n operations with limit max:
@@ -36,7 +38,7 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 		req.Channel.SetLocal(rc)
 	}
 	rs := &rc.read
-	counters, code := s.checkRead(req.Channel, &rc.session, m, now, &rs.op.Principal)
+	code := s.checkRead(req.Channel, &rc.session, m, now, &rs.op.Principal)
 	if code != status.Good {
 		rs.release()
 		s.respond(req, s.fault(*h, code))
@@ -54,8 +56,8 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 	s.space.Read(ctx, &rs.op, func() {
 		rs.resp.ResponseHeader = headerAt(*h, status.Good, now)
 		rs.resp.Results = rs.op.Results
-		if s.diag.on() {
-			counters.count(svcRead, status.Good)
+		if s.diag.Enabled() {
+			rc.countersOf(s, *h).Count(diagnostics.SvcRead, status.Good)
 		}
 		s.send(req, &rs.resp)
 	})
@@ -66,8 +68,21 @@ func (s *Server) read(ctx context.Context, req uasc.Request, m *ua.ReadRequest) 
 // readChannel is what a channel keeps for its inline Reads (uasc.ServerChannel.Local),
 // used only by its reading goroutine.
 type readChannel struct {
-	session channelSession
+	session session.Memory
 	read    readState
+	// counters are the diagnostics counters of counted, the session the memory held
+	// when they were looked up.
+	counters *diagnostics.Counters
+	counted  *session.Session
+}
+
+// countersOf returns the diagnostics counters of the session the channel remembers,
+// which the Read with header h named: looked up again only when the session changed.
+func (rc *readChannel) countersOf(s *Server, h ua.RequestHeader) *diagnostics.Counters {
+	if live := rc.session.Session(); live != rc.counted {
+		rc.counters, rc.counted = s.diag.CountersOf(h.AuthenticationToken), live
+	}
+	return rc.counters
 }
 
 // readState is the memory of one inline Read: the operation handed to the Space and the
@@ -94,10 +109,10 @@ func (rs *readState) release() {
 
 // checkRead makes the checks of a Read that come before any node is read: the session,
 // BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRead), MaxAge and
-// TimestampsToReturn. It sets *p to who asks and returns the session's service counters;
-// cs, when not nil, is the channel's memory of its session (sessions.principalAt).
-func (s *Server) checkRead(ch *uasc.ServerChannel, cs *channelSession, m *ua.ReadRequest, now time.Time, p *nodemgr.Principal) (*serviceCounters, status.Code) {
-	counters, code := s.sessions.principalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p, cs)
+// TimestampsToReturn. It sets *p to who asks; mem, when not nil, is the channel's memory
+// of its session (session.Table.PrincipalAt).
+func (s *Server) checkRead(ch *uasc.ServerChannel, mem *session.Memory, m *ua.ReadRequest, now time.Time, p *nodemgr.Principal) status.Code {
+	code := s.sessions.PrincipalAt(m.RequestHeader.AuthenticationToken, ch.ID(), now, p, mem)
 	if code == status.Good {
 		code = checkCount(len(m.NodesToRead), s.cfg.OperationLimits.MaxNodesPerRead)
 	}
@@ -107,7 +122,7 @@ func (s *Server) checkRead(ch *uasc.ServerChannel, cs *channelSession, m *ua.Rea
 	if code == status.Good && (m.TimestampsToReturn < ua.TimestampsToReturnSource || m.TimestampsToReturn > ua.TimestampsToReturnNeither) {
 		code = status.BadTimestampsToReturnInvalid
 	}
-	return counters, code
+	return code
 }
 
 // browse answers Browse (Part 4 §5.9.2). When a node has more than
@@ -118,7 +133,7 @@ func (s *Server) checkRead(ch *uasc.ServerChannel, cs *channelSession, m *ua.Rea
 // otherwise the Space answers inline.
 func (s *Server) browse(ctx context.Context, req uasc.Request, m *ua.BrowseRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
 	if code == status.Good {
 		code = checkCount(len(m.NodesToBrowse), s.cfg.OperationLimits.MaxNodesPerBrowse)
 	}
@@ -146,13 +161,13 @@ func (s *Server) browse(ctx context.Context, req uasc.Request, m *ua.BrowseReque
 // exceeds perNode (0: no limit) in continuation points of the session.
 func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []nodemgr.BrowseResult, perNode int) codec.Structure {
 	results := make([]ua.BrowseResult, len(found))
-	code := s.sessions.active(h.AuthenticationToken, channelID, func(sess *session) status.Code {
+	code := s.sessions.Active(h.AuthenticationToken, channelID, func(sess *session.Session) status.Code {
 		for i, r := range found {
 			results[i] = ua.BrowseResult{StatusCode: r.Status, References: r.References}
 			if perNode == 0 || len(r.References) <= perNode {
 				continue
 			}
-			cp, code := sess.saveContinuationLocked(r.References[perNode:], perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
+			cp, code := sess.SaveContinuation(r.References[perNode:], perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
 			if code != status.Good {
 				results[i] = ua.BrowseResult{StatusCode: code}
 				continue
@@ -173,7 +188,7 @@ func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []no
 // references remain; ReleaseContinuationPoints frees them and returns no references.
 func (s *Server) browseNext(ch *uasc.ServerChannel, m *ua.BrowseNextRequest) codec.Structure {
 	h := m.RequestHeader
-	code := s.sessions.active(h.AuthenticationToken, ch.ID(), func(*session) status.Code { return status.Good })
+	code := s.sessions.Active(h.AuthenticationToken, ch.ID(), func(*session.Session) status.Code { return status.Good })
 	if code == status.Good {
 		code = checkCount(len(m.ContinuationPoints), s.cfg.OperationLimits.MaxNodesPerBrowse)
 	}
@@ -181,23 +196,22 @@ func (s *Server) browseNext(ch *uasc.ServerChannel, m *ua.BrowseNextRequest) cod
 		return s.fault(h, code)
 	}
 	results := make([]ua.BrowseResult, len(m.ContinuationPoints))
-	code = s.sessions.active(h.AuthenticationToken, ch.ID(), func(sess *session) status.Code {
+	code = s.sessions.Active(h.AuthenticationToken, ch.ID(), func(sess *session.Session) status.Code {
 		for i, cp := range m.ContinuationPoints {
-			c, ok := sess.browse[string(cp)]
+			refs, perNode, ok := sess.TakeContinuation(cp)
 			if !ok {
 				results[i] = ua.BrowseResult{StatusCode: status.BadContinuationPointInvalid}
 				continue
 			}
-			delete(sess.browse, string(cp))
 			if m.ReleaseContinuationPoints {
 				results[i] = ua.BrowseResult{StatusCode: status.Good}
 				continue
 			}
-			n := min(c.max, len(c.refs))
-			results[i] = ua.BrowseResult{StatusCode: status.Good, References: c.refs[:n]}
-			if rest := c.refs[n:]; len(rest) > 0 {
+			n := min(perNode, len(refs))
+			results[i] = ua.BrowseResult{StatusCode: status.Good, References: refs[:n]}
+			if rest := refs[n:]; len(rest) > 0 {
 				// The freed slot is taken again, so this cannot fail.
-				next, _ := sess.saveContinuationLocked(rest, c.max, s.cfg.Limits.MaxBrowseContinuationPoints)
+				next, _ := sess.SaveContinuation(rest, perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
 				results[i].ContinuationPoint = next
 			}
 		}
@@ -214,7 +228,7 @@ func (s *Server) browseNext(ch *uasc.ServerChannel, m *ua.BrowseNextRequest) cod
 // manager, so the request goes through the queue (translateRouted).
 func (s *Server) translate(ctx context.Context, req uasc.Request, m *ua.TranslateBrowsePathsToNodeIdsRequest) {
 	h := m.RequestHeader
-	p, code := s.sessions.principal(h.AuthenticationToken, req.Channel.ID())
+	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
 	if code == status.Good {
 		code = checkCount(len(m.BrowsePaths), s.cfg.OperationLimits.MaxNodesPerTranslateBrowsePathsToNodeIds)
 	}

@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"fmt"
@@ -35,59 +35,59 @@ func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2025, 1, 1, 0, 0
 func TestLockout(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
-	l := newLockout(5, time.Minute, 5*time.Minute, clk.Now)
+	l := NewLockout(5, time.Minute, 5*time.Minute, clk.Now)
 
 	for i := range 4 {
-		require.False(t, l.fail("a"), "failure %d", i+1)
-		require.False(t, l.locked("a"))
+		require.False(t, l.Fail("a"), "failure %d", i+1)
+		require.False(t, l.Locked("a"))
 		clk.Advance(time.Second)
 	}
-	require.True(t, l.fail("a"), "the 5th failure locks")
-	require.True(t, l.locked("a"))
-	require.False(t, l.locked("b"), "another client is not locked")
-	require.False(t, l.fail("a"), "failures while locked do not extend the lockout")
+	require.True(t, l.Fail("a"), "the 5th failure locks")
+	require.True(t, l.Locked("a"))
+	require.False(t, l.Locked("b"), "another client is not locked")
+	require.False(t, l.Fail("a"), "failures while locked do not extend the lockout")
 	clk.Advance(5*time.Minute - time.Second)
-	require.True(t, l.locked("a"))
+	require.True(t, l.Locked("a"))
 	clk.Advance(time.Second)
-	require.False(t, l.locked("a"), "the lockout lifts after its time")
+	require.False(t, l.Locked("a"), "the lockout lifts after its time")
 	require.Zero(t, l.size(), "a lifted lockout is forgotten")
 
 	// Failures more than a window apart start a new count.
 	for range 4 {
-		require.False(t, l.fail("c"))
+		require.False(t, l.Fail("c"))
 	}
 	clk.Advance(time.Minute)
-	require.False(t, l.fail("c"))
-	require.False(t, l.locked("c"))
+	require.False(t, l.Fail("c"))
+	require.False(t, l.Locked("c"))
 
 	// A success resets the count.
 	for range 4 {
-		require.False(t, l.fail("d"))
+		require.False(t, l.Fail("d"))
 	}
-	l.succeed("d")
-	require.False(t, l.fail("d"))
-	require.False(t, l.locked("d"))
+	l.Succeed("d")
+	require.False(t, l.Fail("d"))
+	require.False(t, l.Locked("d"))
 
 	// An empty key (anonymous on None) is never counted.
 	for range 10 {
-		require.False(t, l.fail(""))
+		require.False(t, l.Fail(""))
 	}
-	require.False(t, l.locked(""))
+	require.False(t, l.Locked(""))
 }
 
 // TestLockoutDisabled checks that MaxFailedAuthenticationAttempts 0 never locks.
 func TestLockoutDisabled(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
-	l := newLockout(0, time.Minute, 5*time.Minute, clk.Now)
+	l := NewLockout(0, time.Minute, 5*time.Minute, clk.Now)
 	for range 100 {
-		require.False(t, l.fail("a"))
+		require.False(t, l.Fail("a"))
 	}
-	require.False(t, l.locked("a"))
+	require.False(t, l.Locked("a"))
 	require.Zero(t, l.size())
-	var none *lockout
-	require.False(t, none.fail("a"))
-	require.False(t, none.locked("a"))
+	var none *Lockout
+	require.False(t, none.Fail("a"))
+	require.False(t, none.Locked("a"))
 }
 
 // TestLockoutBounded checks that the table never grows past its limit: expired entries go
@@ -96,19 +96,19 @@ func TestLockoutDisabled(t *testing.T) {
 func TestLockoutBounded(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
-	l := newLockout(2, time.Minute, 5*time.Minute, clk.Now)
+	l := NewLockout(2, time.Minute, 5*time.Minute, clk.Now)
 	l.limit = 3
-	require.False(t, l.fail("locked"))
-	require.True(t, l.fail("locked"))
+	require.False(t, l.Fail("locked"))
+	require.True(t, l.Fail("locked"))
 	for i := range 10 {
 		clk.Advance(time.Second)
-		l.fail(fmt.Sprintf("k%d", i))
+		l.Fail(fmt.Sprintf("k%d", i))
 		require.LessOrEqual(t, l.size(), 3)
 	}
-	require.True(t, l.locked("locked"), "the locked client was not evicted")
+	require.True(t, l.Locked("locked"), "the locked client was not evicted")
 
 	// Once the window is over, stale entries are dropped in one sweep.
 	clk.Advance(time.Minute)
-	l.fail("new")
+	l.Fail("new")
 	require.Equal(t, 2, l.size(), "the locked client and the new one remain")
 }

@@ -1,4 +1,4 @@
-package server
+package diagnostics
 
 import (
 	"sync/atomic"
@@ -8,13 +8,14 @@ import (
 	"uastack.dev/pkg/ua"
 )
 
-// service indexes the per-service counters of SessionDiagnosticsDataType (Part 5
+// Service indexes the per-service counters of SessionDiagnosticsDataType (Part 5
 // §12.10): one ServiceCounterDataType per service a session can call.
-type service uint8
+type Service uint8
 
+// The counted services; svcNone's slot holds TotalRequestCount.
 const (
-	svcNone service = iota
-	svcRead
+	svcNone Service = iota
+	SvcRead
 	svcHistoryRead
 	svcWrite
 	svcHistoryUpdate
@@ -45,19 +46,19 @@ const (
 	svcCount
 )
 
-// serviceCounters are a session's counters: requests and failures per service, and the
-// requests refused for want of authorisation.
-type serviceCounters struct {
+// Counters are a session's counters: requests and failures per service, and the
+// requests refused for want of authorisation. They are safe for concurrent use.
+type Counters struct {
 	total, errors [svcCount]atomic.Uint32
 	unauthorized  atomic.Uint32
 }
 
 // serviceOf returns the counted service of a request and its header; svcNone for the
 // session services themselves and the ones not counted per service.
-func serviceOf(m codec.Structure) (service, *ua.RequestHeader) {
+func serviceOf(m codec.Structure) (Service, *ua.RequestHeader) {
 	switch x := m.(type) {
 	case *ua.ReadRequest:
-		return svcRead, &x.RequestHeader
+		return SvcRead, &x.RequestHeader
 	case *ua.HistoryReadRequest:
 		return svcHistoryRead, &x.RequestHeader
 	case *ua.WriteRequest:
@@ -118,25 +119,28 @@ func serviceOf(m codec.Structure) (service, *ua.RequestHeader) {
 	return svcNone, nil
 }
 
-// countService counts the answer resp to the request req in the diagnostics of the
-// session req names, when diagnostics are on: every request in TotalRequestCount, the
-// ones of a counted service in its counter, a ServiceFault or bad ServiceResult as an
-// error, and a refusal for want of authorisation in UnauthorizedRequestCount. It runs
-// as the answer is sent, so the services need not count.
-func (s *Server) countService(req, resp codec.Structure) {
-	if !s.diag.on() {
+// Answered counts the answer resp to the request req in the diagnostics of the session
+// req names, when sessions are described: every request in TotalRequestCount, the ones of
+// a counted service in its counter, a ServiceFault or bad ServiceResult as an error, and a
+// refusal for want of authorisation in UnauthorizedRequestCount; and a ServiceFault in the
+// server's RejectedRequestsCount. It runs as the answer is sent, so the services need not
+// count.
+func (d *Diagnostics) Answered(req, resp codec.Structure) {
+	if f, ok := resp.(*ua.ServiceFault); ok {
+		d.rejected(f.ResponseHeader.ServiceResult)
+	}
+	if !d.Enabled() {
 		return
 	}
 	svc, h := serviceOf(req)
 	if h == nil {
 		return
 	}
-	c := s.sessions.countersOf(h.AuthenticationToken)
-	c.count(svc, resultOf(resp))
+	d.CountersOf(h.AuthenticationToken).Count(svc, resultOf(resp))
 }
 
-// count counts one answer of service svc with result in c, which may be nil.
-func (c *serviceCounters) count(svc service, result status.Code) {
+// Count counts one answer of service svc with result in c, which may be nil.
+func (c *Counters) Count(svc Service, result status.Code) {
 	if c == nil {
 		return
 	}
@@ -171,13 +175,13 @@ func resultOf(resp codec.Structure) status.Code {
 }
 
 // fill copies the counters into d.
-func (c *serviceCounters) fill(d *ua.SessionDiagnosticsDataType) {
-	get := func(i service) ua.ServiceCounterDataType {
+func (c *Counters) fill(d *ua.SessionDiagnosticsDataType) {
+	get := func(i Service) ua.ServiceCounterDataType {
 		return ua.ServiceCounterDataType{TotalCount: c.total[i].Load(), ErrorCount: c.errors[i].Load()}
 	}
 	d.TotalRequestCount = get(svcNone)
 	d.UnauthorizedRequestCount = c.unauthorized.Load()
-	d.ReadCount = get(svcRead)
+	d.ReadCount = get(SvcRead)
 	d.HistoryReadCount = get(svcHistoryRead)
 	d.WriteCount = get(svcWrite)
 	d.HistoryUpdateCount = get(svcHistoryUpdate)

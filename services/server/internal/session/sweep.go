@@ -1,4 +1,4 @@
-package server
+package session
 
 import "time"
 
@@ -10,7 +10,7 @@ const sweepSlack = time.Millisecond
 // its deadline later, so the timer is never moved for that: when it fires early, the
 // sweep finds nothing to end there and re-arms for the new earliest deadline. t.mu must
 // be held.
-func (t *sessions) armLocked(deadline time.Time) {
+func (t *Table) armLocked(deadline time.Time) {
 	if t.stopped || (!t.sweepAt.IsZero() && !deadline.Before(t.sweepAt)) {
 		return
 	}
@@ -27,7 +27,7 @@ func (t *sessions) armLocked(deadline time.Time) {
 // close a session the client has not used within its revised timeout) and re-arms for
 // the earliest remaining deadline. It costs one pass over the sessions per deadline
 // reached, not a periodic scan.
-func (t *sessions) runSweep() {
+func (t *Table) runSweep() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -36,7 +36,7 @@ func (t *sessions) runSweep() {
 	now := t.now()
 	var next time.Time
 	for _, s := range t.byToken {
-		deadline := t.lastSeen(s).Add(s.timeout)
+		deadline := s.LastSeen().Add(s.timeout)
 		if !now.Before(deadline) {
 			t.endLocked(s, false)
 			continue
@@ -51,20 +51,13 @@ func (t *sessions) runSweep() {
 	}
 }
 
-// stop ends the sweep; sessions then expire only when touched. It is safe to call more
+// Stop ends the sweep; sessions then expire only when touched. It is safe to call more
 // than once.
-func (t *sessions) stop() {
+func (t *Table) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
 	if t.sweep != nil {
 		t.sweep.Stop()
 	}
-}
-
-// count returns the number of sessions in the table.
-func (t *sessions) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byToken)
 }

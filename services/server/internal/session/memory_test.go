@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"testing"
@@ -11,30 +11,30 @@ import (
 	"uastack.dev/pkg/status"
 )
 
-// TestChannelSessionMemory checks that a channel's memory of its session (principalAt with a channelSession)
-// answers like the table: it holds while the session is unchanged and gives way as soon
-// as the session moves to another channel, ends, or times out.
-func TestChannelSessionMemory(t *testing.T) {
+// TestChannelMemory checks that a channel's memory of its session (PrincipalAt with a
+// Memory) answers like the table: it holds while the session is unchanged and gives way
+// as soon as the session moves to another channel, ends, or times out.
+func TestChannelMemory(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
-	tab := newSessions(10, func() time.Time { return now })
-	info, code := tab.create("s", time.Minute, 1, nil)
+	tab := New(10, func() time.Time { return now })
+	rec, code := tab.Create(Request{Name: "s", Timeout: time.Minute, ChannelID: 1})
 	require.Equal(t, status.Good, code)
-	token := info.authToken
+	token := rec.AuthenticationToken
 	alice := nodemgr.Principal{UserName: "alice", Roles: []codec.NodeId{codec.NewNumericNodeId(0, 1)}}
-	_, code = tab.activate(token, 1, alice)
+	_, code = tab.Activate(token, 1, alice, Activation{})
 	require.Equal(t, status.Good, code)
 
-	var cs channelSession
+	var m Memory
 	read := func(channelID uint32) (nodemgr.Principal, status.Code) {
 		var p nodemgr.Principal
-		_, code := tab.principalAt(token, channelID, now, &p, &cs)
+		code := tab.PrincipalAt(token, channelID, now, &p, &m)
 		return p, code
 	}
 	p, code := read(1)
 	require.Equal(t, status.Good, code)
 	require.Equal(t, alice, p)
-	require.NotNil(t, cs.s, "the channel remembers the session")
+	require.NotNil(t, m.Session(), "the channel remembers the session")
 	p, code = read(1) // from memory
 	require.Equal(t, status.Good, code)
 	require.Equal(t, alice, p)
@@ -48,29 +48,31 @@ func TestChannelSessionMemory(t *testing.T) {
 	require.Equal(t, status.Good, code, "used 50 s ago: not timed out")
 
 	// Within a millisecond of the last refresh the session's time is left as it is.
-	seen := cs.s.seen.Load()
+	seen := m.s.seen.Load()
 	now = now.Add(500 * time.Microsecond)
 	_, code = read(1)
 	require.Equal(t, status.Good, code)
-	require.Equal(t, seen, cs.s.seen.Load())
+	require.Equal(t, seen, m.s.seen.Load())
 	now = now.Add(time.Millisecond)
 	_, code = read(1)
 	require.Equal(t, status.Good, code)
-	require.Equal(t, tab.since(now), cs.s.seen.Load())
+	require.Equal(t, tab.since(now), m.s.seen.Load())
+	require.Equal(t, now, m.Session().LastSeen())
 
 	// Moved to channel 2: channel 1's memory no longer holds.
-	_, code = tab.activate(token, 2, alice)
+	_, code = tab.Activate(token, 2, alice, Activation{})
 	require.Equal(t, status.Good, code)
 	_, code = read(1)
 	require.Equal(t, status.BadSecureChannelIdInvalid, code)
-	_, code = tab.activate(token, 1, alice)
+	require.Nil(t, m.Session(), "a failed check clears the memory")
+	_, code = tab.Activate(token, 1, alice, Activation{})
 	require.Equal(t, status.Good, code)
 	_, code = read(1)
 	require.Equal(t, status.Good, code)
 
 	// Another token on the same channel is looked up, not taken for the remembered one.
 	var p2 nodemgr.Principal
-	_, code = tab.principalAt(codec.NewOpaqueNodeId(0, make([]byte, tokenLength)), 1, now, &p2, &cs)
+	code = tab.PrincipalAt(codec.NewOpaqueNodeId(0, make([]byte, tokenLength)), 1, now, &p2, &m)
 	require.Equal(t, status.BadSessionIdInvalid, code)
 
 	// Timed out: the memory gives way and the session ends.
@@ -79,17 +81,17 @@ func TestChannelSessionMemory(t *testing.T) {
 	now = now.Add(61 * time.Second)
 	_, code = read(1)
 	require.Equal(t, status.BadSessionIdInvalid, code)
-	require.Zero(t, tab.count())
+	require.Zero(t, tab.Count())
 
 	// Closed: likewise.
-	info, code = tab.create("s2", time.Minute, 1, nil)
+	rec, code = tab.Create(Request{Name: "s2", Timeout: time.Minute, ChannelID: 1})
 	require.Equal(t, status.Good, code)
-	token = info.authToken
-	_, code = tab.activate(token, 1, alice)
+	token = rec.AuthenticationToken
+	_, code = tab.Activate(token, 1, alice, Activation{})
 	require.Equal(t, status.Good, code)
 	_, code = read(1)
 	require.Equal(t, status.Good, code)
-	require.Equal(t, status.Good, tab.remove(token, 1, true))
+	require.Equal(t, status.Good, tab.Close(token, 1, true))
 	_, code = read(1)
 	require.Equal(t, status.BadSessionIdInvalid, code)
 }
