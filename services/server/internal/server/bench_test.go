@@ -183,7 +183,7 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	tb.Cleanup(func() {
 		cancel()
 		<-served
-		srv.wg.Wait()
+		srv.pipe.Queue().Wait()
 	})
 
 	nc, err := net.Dial("tcp", tcp.Addr().String())
@@ -372,7 +372,7 @@ func BenchmarkCreateActivateSession(b *testing.B) {
 		if d.Err() != nil {
 			b.Fatalf("decode CreateSession: %v", d.Err())
 		}
-		cr, ok := bs.srv.createSession(bs.ch, cm.(*ua.CreateSessionRequest)).(*ua.CreateSessionResponse)
+		cr, ok := bs.srv.createSession(bs.srv.pipe.Request(context.Background(), uasc.Request{Message: cm, Channel: bs.ch}, nil), cm.(*ua.CreateSessionRequest)).(*ua.CreateSessionResponse)
 		if !ok {
 			b.Fatal("CreateSession failed")
 		}
@@ -384,7 +384,7 @@ func BenchmarkCreateActivateSession(b *testing.B) {
 			b.Fatalf("decode ActivateSession: %v", d.Err())
 		}
 		am.RequestHeader.AuthenticationToken = cr.AuthenticationToken
-		ar, ok := bs.srv.activateSession(bs.ch, am).(*ua.ActivateSessionResponse)
+		ar, ok := bs.srv.activateSession(bs.srv.pipe.Request(context.Background(), uasc.Request{Message: am, Channel: bs.ch}, nil), am).(*ua.ActivateSessionResponse)
 		if !ok {
 			b.Fatal("ActivateSession failed")
 		}

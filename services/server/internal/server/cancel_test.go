@@ -37,8 +37,8 @@ func TestCancel(t *testing.T) {
 	require.Eventually(t, func() bool { return m.inFlight.Load() == 1 }, 5*time.Second, time.Millisecond)
 	go func() { r, err := ps.read(ctx, ps.slowNS, 7, 0); queued <- result{r, err} }()
 	go func() { r, err := ps.read(ctx, ps.slowNS, 8, 0); other <- result{r, err} }()
-	require.Eventually(t, func() bool { q, _, _ := ps.srv.queue.stats(); return q == 2 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, 3, ps.srv.outstanding.len())
+	require.Eventually(t, func() bool { q, _, _ := ps.srv.pipe.Queue().Stats(); return q == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 3, ps.srv.pipe.Outstanding().Len())
 
 	resp, err := ps.ch.Request(ctx, &ua.CancelRequest{
 		RequestHeader: ua.RequestHeader{AuthenticationToken: ps.token, RequestHandle: 100},
@@ -57,7 +57,7 @@ func TestCancel(t *testing.T) {
 	close(m.hold)
 	r := <-other
 	requireReadGood(t, r.resp, r.err)
-	require.Eventually(t, func() bool { return ps.srv.outstanding.len() == 0 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return ps.srv.pipe.Outstanding().Len() == 0 }, 5*time.Second, time.Millisecond,
 		"answered requests leave the registry")
 	require.Equal(t, int32(2), m.calls.Load(), "the cancelled queued Read never reached the manager")
 

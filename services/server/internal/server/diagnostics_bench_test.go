@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
 )
@@ -37,7 +39,7 @@ func BenchmarkCreateActivateDiagnostics(b *testing.B) {
 				d.Reset(createBody)
 				cm := d.Message()
 				require.NoError(b, d.Err())
-				cr, ok := bs.srv.createSession(bs.ch, cm.(*ua.CreateSessionRequest)).(*ua.CreateSessionResponse)
+				cr, ok := bs.srv.createSession(bs.srv.pipe.Request(context.Background(), uasc.Request{Message: cm, Channel: bs.ch}, nil), cm.(*ua.CreateSessionRequest)).(*ua.CreateSessionResponse)
 				require.True(b, ok, "CreateSession failed")
 				e.Reset(e.Bytes()[:0])
 				e.Message(cr)
@@ -45,7 +47,7 @@ func BenchmarkCreateActivateDiagnostics(b *testing.B) {
 				am := d.Message().(*ua.ActivateSessionRequest)
 				require.NoError(b, d.Err())
 				am.RequestHeader.AuthenticationToken = cr.AuthenticationToken
-				ar, ok := bs.srv.activateSession(bs.ch, am).(*ua.ActivateSessionResponse)
+				ar, ok := bs.srv.activateSession(bs.srv.pipe.Request(context.Background(), uasc.Request{Message: am, Channel: bs.ch}, nil), am).(*ua.ActivateSessionResponse)
 				require.True(b, ok, "ActivateSession failed")
 				e.Reset(e.Bytes()[:0])
 				e.Message(ar)

@@ -6,8 +6,8 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/discovery"
-	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/pipeline"
 )
 
 // selfKey is the key of this server in its discovery cache.
@@ -38,19 +38,19 @@ func (s *Server) discoveryCache() *discovery.Cache {
 	return s.disc.cache
 }
 
-// answerGetEndpoints answers GetEndpoints (Part 4 §5.4.4) from the discovery cache: every
+// getEndpoints answers GetEndpoints (Part 4 §5.4.4) from the discovery cache: every
 // endpoint, or those whose transport profile ProfileUris names, with the host the client
 // called where the server is reached by it.
-func (s *Server) answerGetEndpoints(req uasc.Request, m *ua.GetEndpointsRequest) {
-	a := s.discoveryCache().GetEndpoints(selfKey, m, codec.DateTimeOf(s.timeOf(req)))
-	s.respond(req, a)
+func (s *Server) getEndpoints(r pipeline.Request[*conn], m *ua.GetEndpointsRequest) {
+	a := s.discoveryCache().GetEndpoints(selfKey, m, codec.DateTimeOf(r.Now()))
+	r.Respond(a)
 	a.Release()
 }
 
-// answerFindServers answers FindServers (Part 4 §5.4.2) with this server's
+// findServers answers FindServers (Part 4 §5.4.2) with this server's
 // ApplicationDescription, unless ServerUris is set and does not name it.
-func (s *Server) answerFindServers(req uasc.Request, m *ua.FindServersRequest) {
-	a := s.discoveryCache().FindServers(m, codec.DateTimeOf(s.timeOf(req)))
-	s.respond(req, a)
+func (s *Server) findServers(r pipeline.Request[*conn], m *ua.FindServersRequest) {
+	a := s.discoveryCache().FindServers(m, codec.DateTimeOf(r.Now()))
+	r.Respond(a)
 	a.Release()
 }

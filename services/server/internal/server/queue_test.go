@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,51 +21,8 @@ import (
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/pipeline"
 )
-
-// TestRequestQueuePool checks the worker pool: it grows to max under load, runs jobs in
-// order, refuses a job beyond the queue's capacity with a RetryAfterMs hint within its
-// bounds, shrinks back to min when idle and drains on close.
-func TestRequestQueuePool(t *testing.T) {
-	t.Parallel()
-	var jobs sync.WaitGroup
-	q := newRequestQueue(2, 1, 3, time.Now, &jobs)
-	release := make(chan struct{})
-	for i := range 3 {
-		ok, _ := q.push(func() { <-release })
-		require.True(t, ok)
-		require.Eventually(t, func() bool { _, _, busy := q.stats(); return busy == i+1 }, 2*time.Second, time.Millisecond)
-	}
-	require.Eventually(t, func() bool {
-		queued, running, busy := q.stats()
-		return queued == 0 && running == 3 && busy == 3
-	}, 2*time.Second, time.Millisecond, "three blocking jobs take three workers")
-
-	var order []int
-	var mu sync.Mutex // guards order
-	for i := range 2 {
-		ok, _ := q.push(func() { mu.Lock(); order = append(order, i); mu.Unlock() })
-		require.True(t, ok)
-	}
-	ok, retryAfter := q.push(func() {})
-	require.False(t, ok, "the queue holds two jobs")
-	require.GreaterOrEqual(t, retryAfter, retryAfterMin)
-	require.LessOrEqual(t, retryAfter, retryAfterMax)
-
-	close(release)
-	jobs.Wait()
-	require.Equal(t, []int{0, 1}, order, "jobs run in the order queued")
-	require.Eventually(t, func() bool {
-		_, running, busy := q.stats()
-		return running == 1 && busy == 0
-	}, 2*time.Second, time.Millisecond, "idle workers above the minimum end")
-
-	q.close()
-	_, running, _ := q.stats()
-	require.Zero(t, running)
-	ok, _ = q.push(func() {})
-	require.False(t, ok, "a closed queue takes no job")
-}
 
 // testNamespaceURI is the namespace of slowManager.
 const testNamespaceURI = "urn:uastack:test:slow"
@@ -267,13 +223,13 @@ func TestServerTooBusy(t *testing.T) {
 	go func() { r, err := ps.read(ctx, ps.slowNS, 1, 0); held <- result{r, err} }()
 	require.Eventually(t, func() bool { return m.inFlight.Load() == 1 }, 5*time.Second, time.Millisecond)
 	go func() { r, err := ps.read(ctx, ps.slowNS, 2, 0); held <- result{r, err} }()
-	require.Eventually(t, func() bool { q, _, _ := ps.srv.queue.stats(); return q == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { q, _, _ := ps.srv.pipe.Queue().Stats(); return q == 1 }, 5*time.Second, time.Millisecond)
 
 	resp, err := ps.read(ctx, ps.slowNS, 3, 0)
 	f := requirePipelineFault(t, resp, err, status.BadServerTooBusy, 3)
 	ms := retryAfterOf(t, f.ResponseHeader.AdditionalHeader)
 	require.Positive(t, ms)
-	require.LessOrEqual(t, ms, retryAfterMax.Milliseconds())
+	require.LessOrEqual(t, ms, pipeline.RetryAfterMax.Milliseconds())
 
 	// The hint survives a binary round trip on its own as well.
 	e := codec.NewEncoder(nil)
@@ -323,7 +279,7 @@ func TestTimeoutHint(t *testing.T) {
 
 		close(m.hold)
 		require.NoError(t, <-held)
-		require.Eventually(t, func() bool { q, _, busy := ps.srv.queue.stats(); return q == 0 && busy == 0 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { q, _, busy := ps.srv.pipe.Queue().Stats(); return q == 0 && busy == 0 }, 5*time.Second, time.Millisecond)
 		require.Equal(t, int32(1), m.calls.Load(), "the timed-out request never reached the manager")
 	})
 	t.Run("manager", func(t *testing.T) {
@@ -377,12 +333,12 @@ func TestParkedReadsHoldNoWorker(t *testing.T) {
 		"with two workers, all %d Reads are parked in the manager at once", parked)
 	parkedAt := time.Now()
 	// The last job may still be returning from the manager's method.
-	require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 2*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { _, _, busy := ps.srv.pipe.Queue().Stats(); return busy == 0 }, 2*time.Second, time.Millisecond,
 		"the workers are free once the Reads are parked")
 
 	var latencies []time.Duration
 	for i := range 20 {
-		_, running, busy := ps.srv.queue.stats()
+		_, running, busy := ps.srv.pipe.Queue().Stats()
 		require.Zero(t, busy, "no worker is held by a parked Read")
 		require.LessOrEqual(t, running, 2)
 		start := time.Now()

@@ -112,12 +112,12 @@ func TestParkedOperationsHoldNoWorker(t *testing.T) {
 			parkedAt := time.Now()
 
 			// The last job may still be returning from the manager's method.
-			require.Eventually(t, func() bool { _, _, busy := ps.srv.queue.stats(); return busy == 0 }, 2*time.Second, time.Millisecond,
+			require.Eventually(t, func() bool { _, _, busy := ps.srv.pipe.Queue().Stats(); return busy == 0 }, 2*time.Second, time.Millisecond,
 				"the workers are free once the requests are parked")
 
 			var latencies []time.Duration
 			for i := range 20 {
-				_, running, busy := ps.srv.queue.stats()
+				_, running, busy := ps.srv.pipe.Queue().Stats()
 				require.Zero(t, busy, "no worker is held by a parked request")
 				require.LessOrEqual(t, running, 2)
 				start := time.Now()

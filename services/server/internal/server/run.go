@@ -91,7 +91,7 @@ func isLoopback(host string) bool {
 // WriteMetrics writes the server's counters in the Prometheus text format: the
 // diagnostics summary, the request queue and the Go runtime.
 func (s *Server) WriteMetrics(w io.Writer) error {
-	queued, running, busy := s.queue.stats()
+	queued, running, busy := s.pipe.Queue().Stats()
 	return s.diag.WriteMetrics(w,
 		diagnostics.Metric{Name: "uastack_request_queue_length", Kind: "gauge", Help: "Requests waiting for a worker.", Value: float64(queued)},
 		diagnostics.Metric{Name: "uastack_request_workers", Kind: "gauge", Help: "Request workers started.", Value: float64(running)},

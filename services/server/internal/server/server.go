@@ -10,12 +10,12 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
@@ -24,6 +24,8 @@ import (
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/pipeline"
+	"uastack.dev/services/server/internal/routing"
 	"uastack.dev/services/server/internal/session"
 	"uastack.dev/services/server/internal/subscription"
 )
@@ -45,6 +47,10 @@ type Options struct {
 	// from another goroutine; a nodemgr.Mounter hangs its nodes below the Objects folder.
 	// A URI served twice is an error.
 	Managers []nodemgr.Manager
+	// Kinds are node-manager kinds for the entries of addressSpace.nodeManagers, beside
+	// the ones this build has (none yet: the WASM and plugin hosts come next). Configured
+	// managers are mounted before Managers.
+	Kinds []routing.Kind
 }
 
 // Server is an OPC UA server built from a checked configuration. Create it with New,
@@ -69,18 +75,15 @@ type Server struct {
 	channels     *uasc.Server
 	startTime    codec.DateTime
 
-	// namespaces is the NamespaceArray: those of space, then those of the Managers.
+	// namespaces is the NamespaceArray: those of space, then those of the managers.
 	namespaces []string
-	// routing maps each namespace to the node manager that serves it (route.go).
-	routing routing
+	// routes maps each namespace to the node manager that serves it.
+	routes *routing.Routes
 
 	stopTrust func()
-	queue     *requestQueue
-	// outstanding are the queued and parked requests that Cancel can reach.
-	outstanding outstanding
-	wg          sync.WaitGroup // counts the queued and running jobs of queue
-	stopping    atomic.Bool    // set when Serve stops taking requests
-	closeOnce   sync.Once
+	// pipe dispatches every request through the service table (conn.go).
+	pipe      *pipeline.Pipeline[*conn]
+	closeOnce sync.Once
 
 	dummyOnce sync.Once
 	dummy     string // set once by dummyOnce
@@ -102,7 +105,16 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := configuredManagers(cfg); err != nil {
+	// Provisioned before the PKI is touched: a configuration this build cannot serve
+	// fails at once.
+	var kinds routing.Kinds
+	for _, k := range opts.Kinds {
+		if err := kinds.Register(k); err != nil {
+			return nil, err
+		}
+	}
+	configured, err := kinds.Provision(cfg.AddressSpace.NodeManagers)
+	if err != nil {
 		return nil, err
 	}
 	// Polling makes a certificate moved between the store folders count within seconds,
@@ -122,7 +134,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		_ = p.Close()
 		return nil, err
 	}
-	namespaces, routing, err := mountManagers(space, opts.Managers)
+	routes, err := routing.New(space, append(configured, opts.Managers...))
 	if err != nil {
 		_ = p.Close()
 		return nil, err
@@ -139,18 +151,28 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		space:      space,
 		sessions:   session.New(cfg.Limits.MaxSessionCount, now),
 		startTime:  codec.DateTimeOf(now()),
-		namespaces: namespaces,
-		routing:    routing,
+		namespaces: routes.Namespaces(),
+		routes:     routes,
 	}
 	lo := cfg.Security
 	s.failedLogins = session.NewLockout(lo.MaxFailedAuthenticationAttempts, lo.FailedAuthenticationWindow, lo.FailedAuthenticationLockout, now)
-	s.queue = newRequestQueue(cfg.Limits.MaxQueuedRequestCount,
-		cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now, &s.wg)
 	if err := s.initServerObject(); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
 	s.initSubscriptions()
+	s.pipe, err = pipeline.New(pipeline.Config{
+		Now:      now,
+		Log:      log,
+		Sessions: s.sessions,
+		Queue: pipeline.NewQueue(cfg.Limits.MaxQueuedRequestCount,
+			cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now),
+		Answered: s.diag.Answered,
+	}, s.services())
+	if err != nil {
+		_ = p.Close()
+		return nil, err
+	}
 	if err := s.diag.Install(s.space); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -227,8 +249,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopSim()
 	<-simDone
 	<-registered
-	s.stopping.Store(true)
-	s.queue.close()
+	s.pipe.Close()
 	s.sessions.Stop()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
 		return nil
@@ -321,7 +342,7 @@ func (s *Server) initServerObject() error {
 			BuildInfo:   bi,
 		})
 		if err != nil {
-			return codec.DataValue{Status: statusInternal, SourceTimestamp: now, ServerTimestamp: now}
+			return codec.DataValue{Status: status.BadInternalError, SourceTimestamp: now, ServerTimestamp: now}
 		}
 		return codec.DataValue{Value: v, SourceTimestamp: now, ServerTimestamp: now}
 	}) {

@@ -16,6 +16,7 @@ import (
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
 )
 
@@ -34,24 +35,24 @@ func (s *Server) reviseTimeout(ms float64) time.Duration {
 // nonce must have at least 32 bytes, the client certificate must be the channel's, and
 // the response carries the server's signature over ClientCertificate || ClientNonce made
 // with the channel's SecurityPolicy.
-func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionRequest) (answer codec.Structure) {
+func (s *Server) createSession(r pipeline.Request[*conn], m *ua.CreateSessionRequest) (answer codec.Structure) {
 	defer func() { s.diag.SessionAnswer(answer) }()
-	h := m.RequestHeader
+	ch := r.Req.Channel
 	secure := ch.SecurityPolicyURI() != policy.URINone
 	var clientCert *x509.Certificate
 	var pol policy.Policy
 	if secure {
 		var ok bool
 		if pol, ok = policyOf(ch.SecurityPolicyURI()); !ok {
-			return s.fault(h, status.BadSecurityPolicyRejected)
+			return r.Fault(status.BadSecurityPolicyRejected)
 		}
 		if len(m.ClientNonce) < session.NonceLength {
-			return s.fault(h, status.BadNonceInvalid)
+			return r.Fault(status.BadNonceInvalid)
 		}
 		clientCert = ch.ClientCertificate()
 		// ClientCertificate may hold the chain; the leaf comes first.
 		if clientCert == nil || !bytes.HasPrefix(m.ClientCertificate, clientCert.Raw) {
-			return s.fault(h, status.BadCertificateInvalid)
+			return r.Fault(status.BadCertificateInvalid)
 		}
 	}
 	timeout := s.reviseTimeout(m.RequestedSessionTimeout)
@@ -66,10 +67,10 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 		ClientCertificate:      clientCert,
 	})
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	resp := &ua.CreateSessionResponse{
-		ResponseHeader:        s.header(h, status.Good),
+		ResponseHeader:        r.ResponseHeader(status.Good),
 		SessionId:             rec.SessionID,
 		AuthenticationToken:   rec.AuthenticationToken,
 		RevisedSessionTimeout: float64(timeout) / float64(time.Millisecond),
@@ -82,13 +83,13 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 		asym, err := pol.NewAsymmetric(s.key, clientCert)
 		if err != nil {
 			s.sessions.Abort(rec.AuthenticationToken)
-			return s.fault(h, codeOf(err, status.BadSecurityChecksFailed))
+			return r.Fault(pipeline.CodeOf(err, status.BadSecurityChecksFailed))
 		}
 		data := append(append(make([]byte, 0, len(m.ClientCertificate)+len(m.ClientNonce)), m.ClientCertificate...), m.ClientNonce...)
 		sig, err := asym.Sign(nil, data)
 		if err != nil {
 			s.sessions.Abort(rec.AuthenticationToken)
-			return s.fault(h, statusInternal)
+			return r.Fault(status.BadInternalError)
 		}
 		resp.ServerSignature = ua.SignatureData{Algorithm: pol.Info().AsymmetricSignatureURI, Signature: sig}
 	}
@@ -102,33 +103,33 @@ func (s *Server) createSession(ch *uasc.ServerChannel, m *ua.CreateSessionReques
 // session's client certificate, which must also be the channel's. The identity token is
 // then checked (identify); on success the session is bound to the channel and a new
 // server nonce returned. A failure leaves the session as it was.
-func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRequest) (answer codec.Structure) {
+func (s *Server) activateSession(r pipeline.Request[*conn], m *ua.ActivateSessionRequest) (answer codec.Structure) {
 	defer func() { s.diag.SessionAnswer(answer) }()
-	h := m.RequestHeader
+	ch, h := r.Req.Channel, m.RequestHeader
 	rec, clientCert, code := s.sessions.Lookup(h.AuthenticationToken)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	if !rec.Activated && rec.ChannelID != ch.ID() {
-		return s.fault(h, status.BadSecureChannelIdInvalid)
+		return r.Fault(status.BadSecureChannelIdInvalid)
 	}
 	if ch.SecurityPolicyURI() != policy.URINone {
 		chCert := ch.ClientCertificate()
 		if clientCert == nil || chCert == nil || !chCert.Equal(clientCert) {
-			return s.fault(h, status.BadApplicationSignatureInvalid)
+			return r.Fault(status.BadApplicationSignatureInvalid)
 		}
 		pol, ok := policyOf(ch.SecurityPolicyURI())
 		if !ok {
-			return s.fault(h, status.BadSecurityPolicyRejected)
+			return r.Fault(status.BadSecurityPolicyRejected)
 		}
 		asym, err := pol.NewAsymmetric(nil, clientCert)
 		if err != nil {
-			return s.fault(h, status.BadApplicationSignatureInvalid)
+			return r.Fault(status.BadApplicationSignatureInvalid)
 		}
 		data := append(append(make([]byte, 0, len(s.cert.Raw)+len(rec.ServerNonce)), s.cert.Raw...), rec.ServerNonce...)
 		if m.ClientSignature.Algorithm != pol.Info().AsymmetricSignatureURI ||
 			asym.Verify(data, m.ClientSignature.Signature) != nil {
-			return s.fault(h, status.BadApplicationSignatureInvalid)
+			return r.Fault(status.BadApplicationSignatureInvalid)
 		}
 	}
 	// A locked-out client is refused before its credentials are checked, so a correct
@@ -136,7 +137,7 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 	key := lockoutKey(ch, m.UserIdentityToken)
 	if s.failedLogins.Locked(key) {
 		s.log.Info("session activation refused: client locked out", "session", rec.SessionID)
-		return s.fault(h, status.BadUserAccessDenied)
+		return r.Fault(status.BadUserAccessDenied)
 	}
 	principal, code := s.identify(ch, m.UserIdentityToken, m.UserTokenSignature, rec.ServerNonce)
 	if code != status.Good {
@@ -144,7 +145,7 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 			s.log.Warn("too many failed logins; client locked out", "lockout", s.cfg.Security.FailedAuthenticationLockout)
 		}
 		s.log.Info("session activation refused", "session", rec.SessionID, "status", code)
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	s.failedLogins.Succeed(key)
 	principal.SessionID = rec.SessionID
@@ -152,10 +153,10 @@ func (s *Server) activateSession(ch *uasc.ServerChannel, m *ua.ActivateSessionRe
 	nonce, code := s.sessions.Activate(h.AuthenticationToken, ch.ID(), principal, session.Activation{
 		SecurityPolicyURI: ch.SecurityPolicyURI(), SecurityMode: ch.SecurityMode(), LocaleIDs: m.LocaleIds})
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	s.systemEvent("Session activated: " + rec.SessionID.String())
-	return &ua.ActivateSessionResponse{ResponseHeader: s.header(h, status.Good), ServerNonce: nonce}
+	return &ua.ActivateSessionResponse{ResponseHeader: r.ResponseHeader(status.Good), ServerNonce: nonce}
 }
 
 // tokenPolicy finds the offered user token policy with id and type.
@@ -264,11 +265,11 @@ func (s *Server) userPassword(uri string, mode ua.MessageSecurityMode, t *ua.Use
 
 // closeSession answers CloseSession (Part 4 §5.6.4): the session and its continuation
 // points are dropped, and its subscriptions when DeleteSubscriptions is set.
-func (s *Server) closeSession(ch *uasc.ServerChannel, m *ua.CloseSessionRequest) codec.Structure {
-	if code := s.sessions.Close(m.RequestHeader.AuthenticationToken, ch.ID(), m.DeleteSubscriptions); code != status.Good {
-		return s.fault(m.RequestHeader, code)
+func (s *Server) closeSession(r pipeline.Request[*conn], m *ua.CloseSessionRequest) codec.Structure {
+	if code := s.sessions.Close(m.RequestHeader.AuthenticationToken, r.Req.Channel.ID(), m.DeleteSubscriptions); code != status.Good {
+		return r.Fault(code)
 	}
-	return &ua.CloseSessionResponse{ResponseHeader: s.header(m.RequestHeader, status.Good)}
+	return &ua.CloseSessionResponse{ResponseHeader: r.ResponseHeader(status.Good)}
 }
 
 // dummyHash returns a password hash made once, on first use, for unknown user names. It

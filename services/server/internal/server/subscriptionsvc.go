@@ -14,6 +14,7 @@ import (
 	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
 	"uastack.dev/services/server/internal/subscription"
 )
@@ -53,29 +54,6 @@ func (s *Server) initSubscriptions() {
 	})
 }
 
-// sampler reads sampled monitored items: from the address space, or from the mounted
-// node manager of their namespace. It reads as the server, not as a session.
-type sampler struct{ s *Server }
-
-func (sp sampler) Sample(items []ua.ReadValueId, out []codec.DataValue, done func()) {
-	s := sp.s
-	if !s.routing.routes(len(items), func(i int) uint16 { return items[i].NodeId.Namespace() }) {
-		s.space.Read(context.Background(), &nodemgr.ReadOp{Timestamps: ua.TimestampsToReturnBoth, Items: items, Results: out}, done)
-		return
-	}
-	gather(items, func(v *ua.ReadValueId) *owner { return s.nodeOwner(v.NodeId) },
-		func(o *owner, part []ua.ReadValueId, results []codec.DataValue, done func()) {
-			o.read(context.Background(), &nodemgr.ReadOp{Timestamps: ua.TimestampsToReturnBoth, Items: part, Results: results}, done)
-		},
-		func(results []codec.DataValue) {
-			copy(out, results)
-			done()
-		})
-}
-
-// managed reports whether node belongs to a mounted node manager.
-func (s *Server) managed(node codec.NodeId) bool { return s.nodeOwner(node) != s.routing.space }
-
 // ownerKey names who may take a subscription over with TransferSubscriptions (Part 4
 // §5.13.7): the same user; for an anonymous user, the same client application (its
 // certificate's ApplicationUri) over a signed channel. "" is nobody.
@@ -100,67 +78,47 @@ func subscriptionParams(interval float64, lifetime, keepAlive, maxNotif uint32, 
 }
 
 // createSubscription answers CreateSubscription (Part 4 §5.13.2).
-func (s *Server) createSubscription(ch *uasc.ServerChannel, m *ua.CreateSubscriptionRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
-	if code != status.Good {
-		return s.fault(h, code)
-	}
-	subID, rev, code := s.subs.Create(p.SessionID, ownerKey(p, ch), subscriptionParams(m.RequestedPublishingInterval,
+func (s *Server) createSubscription(r pipeline.Request[*conn], m *ua.CreateSubscriptionRequest) codec.Structure {
+	p := r.Principal
+	subID, rev, code := s.subs.Create(p.SessionID, ownerKey(*p, r.Req.Channel), subscriptionParams(m.RequestedPublishingInterval,
 		m.RequestedLifetimeCount, m.RequestedMaxKeepAliveCount, m.MaxNotificationsPerPublish, m.Priority), m.PublishingEnabled)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	s.systemEvent(fmt.Sprintf("Subscription %d created", subID))
-	return &ua.CreateSubscriptionResponse{ResponseHeader: s.header(h, status.Good), SubscriptionId: subID,
+	return &ua.CreateSubscriptionResponse{ResponseHeader: r.ResponseHeader(status.Good), SubscriptionId: subID,
 		RevisedPublishingInterval: rev.PublishingInterval, RevisedLifetimeCount: rev.LifetimeCount,
 		RevisedMaxKeepAliveCount: rev.MaxKeepAliveCount}
 }
 
 // modifySubscription answers ModifySubscription (Part 4 §5.13.3).
-func (s *Server) modifySubscription(ch *uasc.ServerChannel, m *ua.ModifySubscriptionRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
-	if code != status.Good {
-		return s.fault(h, code)
-	}
+func (s *Server) modifySubscription(r pipeline.Request[*conn], m *ua.ModifySubscriptionRequest) codec.Structure {
+	p := r.Principal
 	rev, code := s.subs.Modify(p.SessionID, m.SubscriptionId, subscriptionParams(m.RequestedPublishingInterval,
 		m.RequestedLifetimeCount, m.RequestedMaxKeepAliveCount, m.MaxNotificationsPerPublish, m.Priority))
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
-	return &ua.ModifySubscriptionResponse{ResponseHeader: s.header(h, status.Good),
+	return &ua.ModifySubscriptionResponse{ResponseHeader: r.ResponseHeader(status.Good),
 		RevisedPublishingInterval: rev.PublishingInterval, RevisedLifetimeCount: rev.LifetimeCount,
 		RevisedMaxKeepAliveCount: rev.MaxKeepAliveCount}
 }
 
-// sessionFor checks the session of a request of n operations (BadNothingToDo for none,
-// BadTooManyOperations above max when max > 0) and returns who it is.
-func (s *Server) sessionFor(ch *uasc.ServerChannel, h ua.RequestHeader, n, max int) (nodemgr.Principal, status.Code) {
-	p, code := s.sessions.Principal(h.AuthenticationToken, ch.ID())
-	if code == status.Good {
-		code = checkCount(n, max)
-	}
-	return p, code
-}
-
 // setPublishingMode answers SetPublishingMode (Part 4 §5.13.4).
-func (s *Server) setPublishingMode(ch *uasc.ServerChannel, m *ua.SetPublishingModeRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.SubscriptionIds), 0)
-	if code != status.Good {
-		return s.fault(h, code)
+func (s *Server) setPublishingMode(r pipeline.Request[*conn], m *ua.SetPublishingModeRequest) codec.Structure {
+	p := r.Principal
+	if code := pipeline.CheckCount(len(m.SubscriptionIds), 0); code != status.Good {
+		return r.Fault(code)
 	}
-	return &ua.SetPublishingModeResponse{ResponseHeader: s.header(h, status.Good),
+	return &ua.SetPublishingModeResponse{ResponseHeader: r.ResponseHeader(status.Good),
 		Results: s.subs.SetPublishingMode(p.SessionID, m.PublishingEnabled, m.SubscriptionIds)}
 }
 
 // deleteSubscriptions answers DeleteSubscriptions (Part 4 §5.13.8).
-func (s *Server) deleteSubscriptions(ch *uasc.ServerChannel, m *ua.DeleteSubscriptionsRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.SubscriptionIds), 0)
-	if code != status.Good {
-		return s.fault(h, code)
+func (s *Server) deleteSubscriptions(r pipeline.Request[*conn], m *ua.DeleteSubscriptionsRequest) codec.Structure {
+	p := r.Principal
+	if code := pipeline.CheckCount(len(m.SubscriptionIds), 0); code != status.Good {
+		return r.Fault(code)
 	}
 	res := s.subs.Delete(p.SessionID, m.SubscriptionIds)
 	for i, code := range res {
@@ -168,49 +126,39 @@ func (s *Server) deleteSubscriptions(ch *uasc.ServerChannel, m *ua.DeleteSubscri
 			s.systemEvent(fmt.Sprintf("Subscription %d deleted", m.SubscriptionIds[i]))
 		}
 	}
-	return &ua.DeleteSubscriptionsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
+	return &ua.DeleteSubscriptionsResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: res}
 }
 
 // transferSubscriptions answers TransferSubscriptions (Part 4 §5.13.7).
-func (s *Server) transferSubscriptions(ch *uasc.ServerChannel, m *ua.TransferSubscriptionsRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.SubscriptionIds), 0)
-	if code != status.Good {
-		return s.fault(h, code)
+func (s *Server) transferSubscriptions(r pipeline.Request[*conn], m *ua.TransferSubscriptionsRequest) codec.Structure {
+	p := r.Principal
+	if code := pipeline.CheckCount(len(m.SubscriptionIds), 0); code != status.Good {
+		return r.Fault(code)
 	}
-	return &ua.TransferSubscriptionsResponse{ResponseHeader: s.header(h, status.Good),
-		Results: s.subs.Transfer(p.SessionID, ownerKey(p, ch), m.SubscriptionIds, m.SendInitialValues)}
+	return &ua.TransferSubscriptionsResponse{ResponseHeader: r.ResponseHeader(status.Good),
+		Results: s.subs.Transfer(p.SessionID, ownerKey(*p, r.Req.Channel), m.SubscriptionIds, m.SendInitialValues)}
 }
 
 // republish answers Republish (Part 4 §5.13.6).
-func (s *Server) republish(req uasc.Request, m *ua.RepublishRequest) {
-	h := m.RequestHeader
-	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
-	if code == status.Good {
-		code = s.subs.Republish(p.SessionID, m.SubscriptionId, m.RetransmitSequenceNumber, func(nm *ua.NotificationMessage) {
-			s.respond(req, &ua.RepublishResponse{ResponseHeader: s.header(h, status.Good), NotificationMessage: *nm})
-		})
-	}
+func (s *Server) republish(r pipeline.Request[*conn], m *ua.RepublishRequest) {
+	code := s.subs.Republish(r.Principal.SessionID, m.SubscriptionId, m.RetransmitSequenceNumber, func(nm *ua.NotificationMessage) {
+		r.Respond(&ua.RepublishResponse{ResponseHeader: r.ResponseHeader(status.Good), NotificationMessage: *nm})
+	})
 	if code != status.Good {
-		s.respond(req, s.fault(h, code))
+		r.Respond(r.Fault(code))
 	}
 }
 
 // publish answers Publish (Part 4 §5.13.5): the request is parked in its session's
 // queue, as a pooled record and nothing else, until a publishing cycle answers it.
-func (s *Server) publish(req uasc.Request, m *ua.PublishRequest) {
-	h := m.RequestHeader
-	p, code := s.sessions.Principal(h.AuthenticationToken, req.Channel.ID())
-	if code != status.Good {
-		s.respond(req, s.fault(h, code))
-		return
-	}
+func (s *Server) publish(r pipeline.Request[*conn], m *ua.PublishRequest) {
+	h, p := r.Header, r.Principal
 	var deadline time.Time
 	if h.TimeoutHint > 0 {
 		deadline = s.now().Add(time.Duration(h.TimeoutHint) * time.Millisecond)
 	}
 	c := publishCalls.Get().(*publishCall)
-	c.s, c.req, c.handle = s, req, h.RequestHandle
+	c.s, c.req, c.handle = s, r.Req, h.RequestHandle
 	n := len(m.SubscriptionAcknowledgements)
 	if cap(c.results) < n {
 		c.results = make([]status.Code, n)
@@ -238,37 +186,26 @@ func (c *publishCall) Respond(resp *ua.PublishResponse) {
 	// wait on its peer's socket (uasc.Request.RespondNoWait).
 	var msg codec.Structure = resp
 	if code := resp.ResponseHeader.ServiceResult; code.IsBad() {
-		msg = s.fault(h, code)
+		msg = s.pipe.Fault(h, code)
 	} else {
-		resp.ResponseHeader = s.header(h, status.Good)
+		resp.ResponseHeader = s.pipe.Header(h, status.Good)
 	}
-	s.diag.Answered(c.req.Message, msg)
-	if err := c.req.RespondNoWait(msg); err != nil {
-		s.log.Debug("publish response not sent", "channel", c.req.Channel.ID(), "err", err)
-	}
+	s.pipe.RespondNoWait(c.req, msg)
 	*c = publishCall{results: c.results}
 	publishCalls.Put(c)
-}
-
-// checkTimestamps is BadTimestampsToReturnInvalid for an unknown TimestampsToReturn.
-func checkTimestamps(ts ua.TimestampsToReturn) status.Code {
-	if ts < ua.TimestampsToReturnSource || ts > ua.TimestampsToReturnNeither {
-		return status.BadTimestampsToReturnInvalid
-	}
-	return status.Good
 }
 
 // createMonitoredItems answers CreateMonitoredItems (Part 4 §5.12.2). Items of the
 // address space are checked by reading them as the session's user; the node's
 // MinimumSamplingInterval and, for a percent deadband, its EURange are read too.
-func (s *Server) createMonitoredItems(ctx context.Context, ch *uasc.ServerChannel, m *ua.CreateMonitoredItemsRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.ItemsToCreate), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
+func (s *Server) createMonitoredItems(r pipeline.Request[*conn], m *ua.CreateMonitoredItemsRequest) codec.Structure {
+	ctx, p := r.Ctx, r.Principal
+	code := pipeline.CheckCount(len(m.ItemsToCreate), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
 	if code == status.Good {
 		code = checkTimestamps(m.TimestampsToReturn)
 	}
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	n := len(m.ItemsToCreate)
 	reqs := make([]subscription.ItemRequest, n)
@@ -277,7 +214,7 @@ func (s *Server) createMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 	for i := range m.ItemsToCreate {
 		rvs[i] = m.ItemsToCreate[i].ItemToMonitor
 	}
-	checks := s.checkItems(ctx, p, rvs)
+	checks := s.checkItems(ctx, *p, rvs)
 	var filterResults []*ua.EventFilterResult
 	for i := range m.ItemsToCreate {
 		c := &m.ItemsToCreate[i]
@@ -290,7 +227,7 @@ func (s *Server) createMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 		pre[i] = checks[i].code
 		switch {
 		case pre[i] != status.Good:
-		case c.ItemToMonitor.AttributeId == uint32(attr.EventNotifier) && !s.managed(c.ItemToMonitor.NodeId):
+		case c.ItemToMonitor.AttributeId == uint32(attr.EventNotifier) && s.routes.LocalNode(c.ItemToMonitor.NodeId):
 			var fr *ua.EventFilterResult
 			reqs[i].Events, fr, pre[i] = s.eventFilter(&rp.Filter, &checks[i].value)
 			if fr != nil {
@@ -305,14 +242,14 @@ func (s *Server) createMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 	}
 	res, code := s.subs.CreateItems(p.SessionID, m.SubscriptionId, m.TimestampsToReturn, reqs, pre)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	for i, fr := range filterResults {
 		if fr != nil {
 			res[i].FilterResult = codec.NewExtensionObject(fr)
 		}
 	}
-	return &ua.CreateMonitoredItemsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
+	return &ua.CreateMonitoredItemsResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: res}
 }
 
 // itemCheck is what checkItems found about one item.
@@ -331,7 +268,7 @@ func (s *Server) checkItems(ctx context.Context, p nodemgr.Principal, rvs []ua.R
 	var idx []int
 	var items []ua.ReadValueId
 	for i := range rvs {
-		if s.managed(rvs[i].NodeId) {
+		if !s.routes.LocalNode(rvs[i].NodeId) {
 			continue
 		}
 		idx = append(idx, i)
@@ -397,7 +334,7 @@ func (s *Server) dataChangeFilter(ctx context.Context, rv *ua.ReadValueId, x *co
 			(ua.DeadbandType(v.DeadbandType) == ua.DeadbandTypePercent && v.DeadbandValue > 100) {
 			return f, status.BadDeadbandFilterInvalid
 		}
-		if !s.managed(rv.NodeId) && !subscription.IsNumeric(value) {
+		if s.routes.LocalNode(rv.NodeId) && !subscription.IsNumeric(value) {
 			return f, status.BadFilterNotAllowed
 		}
 		if ua.DeadbandType(v.DeadbandType) == ua.DeadbandTypeAbsolute {
@@ -448,14 +385,14 @@ func (s *Server) euRange(ctx context.Context, node codec.NodeId) (ua.Range, bool
 }
 
 // modifyMonitoredItems answers ModifyMonitoredItems (Part 4 §5.12.3).
-func (s *Server) modifyMonitoredItems(ctx context.Context, ch *uasc.ServerChannel, m *ua.ModifyMonitoredItemsRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.ItemsToModify), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
+func (s *Server) modifyMonitoredItems(r pipeline.Request[*conn], m *ua.ModifyMonitoredItemsRequest) codec.Structure {
+	ctx, p := r.Ctx, r.Principal
+	code := pipeline.CheckCount(len(m.ItemsToModify), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
 	if code == status.Good {
 		code = checkTimestamps(m.TimestampsToReturn)
 	}
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	reqs := make([]subscription.ItemModify, len(m.ItemsToModify))
 	pre := make([]status.Code, len(m.ItemsToModify))
@@ -473,8 +410,8 @@ func (s *Server) modifyMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 		rv, ok := s.subs.ItemTarget(p.SessionID, m.SubscriptionId, mi.MonitoredItemId)
 		switch {
 		case !ok:
-		case rv.AttributeId == uint32(attr.EventNotifier) && !s.managed(rv.NodeId):
-			checks := s.checkItems(ctx, p, []ua.ReadValueId{rv})
+		case rv.AttributeId == uint32(attr.EventNotifier) && s.routes.LocalNode(rv.NodeId):
+			checks := s.checkItems(ctx, *p, []ua.ReadValueId{rv})
 			var fr *ua.EventFilterResult
 			reqs[i].Events, fr, pre[i] = s.eventFilter(&rp.Filter, &checks[0].value)
 			if fr != nil {
@@ -484,60 +421,57 @@ func (s *Server) modifyMonitoredItems(ctx context.Context, ch *uasc.ServerChanne
 				filterResults[i] = fr
 			}
 		default:
-			checks := s.checkItems(ctx, p, []ua.ReadValueId{rv})
+			checks := s.checkItems(ctx, *p, []ua.ReadValueId{rv})
 			reqs[i].Filter, pre[i] = s.dataChangeFilter(ctx, &rv, &rp.Filter, &checks[0].value)
 		}
 	}
 	res, code := s.subs.ModifyItems(p.SessionID, m.SubscriptionId, m.TimestampsToReturn, reqs, pre)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
 	for i, fr := range filterResults {
 		if fr != nil {
 			res[i].FilterResult = codec.NewExtensionObject(fr)
 		}
 	}
-	return &ua.ModifyMonitoredItemsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
+	return &ua.ModifyMonitoredItemsResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: res}
 }
 
 // deleteMonitoredItems answers DeleteMonitoredItems (Part 4 §5.12.6).
-func (s *Server) deleteMonitoredItems(ch *uasc.ServerChannel, m *ua.DeleteMonitoredItemsRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.MonitoredItemIds), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
-	if code != status.Good {
-		return s.fault(h, code)
+func (s *Server) deleteMonitoredItems(r pipeline.Request[*conn], m *ua.DeleteMonitoredItemsRequest) codec.Structure {
+	p := r.Principal
+	if code := pipeline.CheckCount(len(m.MonitoredItemIds), s.cfg.OperationLimits.MaxMonitoredItemsPerCall); code != status.Good {
+		return r.Fault(code)
 	}
 	res, code := s.subs.DeleteItems(p.SessionID, m.SubscriptionId, m.MonitoredItemIds)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
-	return &ua.DeleteMonitoredItemsResponse{ResponseHeader: s.header(h, status.Good), Results: res}
+	return &ua.DeleteMonitoredItemsResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: res}
 }
 
 // setMonitoringMode answers SetMonitoringMode (Part 4 §5.12.4).
-func (s *Server) setMonitoringMode(ch *uasc.ServerChannel, m *ua.SetMonitoringModeRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.MonitoredItemIds), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
-	if code != status.Good {
-		return s.fault(h, code)
+func (s *Server) setMonitoringMode(r pipeline.Request[*conn], m *ua.SetMonitoringModeRequest) codec.Structure {
+	p := r.Principal
+	if code := pipeline.CheckCount(len(m.MonitoredItemIds), s.cfg.OperationLimits.MaxMonitoredItemsPerCall); code != status.Good {
+		return r.Fault(code)
 	}
 	res, code := s.subs.SetMonitoringMode(p.SessionID, m.SubscriptionId, m.MonitoringMode, m.MonitoredItemIds)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
-	return &ua.SetMonitoringModeResponse{ResponseHeader: s.header(h, status.Good), Results: res}
+	return &ua.SetMonitoringModeResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: res}
 }
 
 // setTriggering answers SetTriggering (Part 4 §5.12.5).
-func (s *Server) setTriggering(ch *uasc.ServerChannel, m *ua.SetTriggeringRequest) codec.Structure {
-	h := m.RequestHeader
-	p, code := s.sessionFor(ch, h, len(m.LinksToAdd)+len(m.LinksToRemove), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
-	if code != status.Good {
-		return s.fault(h, code)
+func (s *Server) setTriggering(r pipeline.Request[*conn], m *ua.SetTriggeringRequest) codec.Structure {
+	p := r.Principal
+	if code := pipeline.CheckCount(len(m.LinksToAdd)+len(m.LinksToRemove), s.cfg.OperationLimits.MaxMonitoredItemsPerCall); code != status.Good {
+		return r.Fault(code)
 	}
 	add, rem, code := s.subs.SetTriggering(p.SessionID, m.SubscriptionId, m.TriggeringItemId, m.LinksToAdd, m.LinksToRemove)
 	if code != status.Good {
-		return s.fault(h, code)
+		return r.Fault(code)
 	}
-	return &ua.SetTriggeringResponse{ResponseHeader: s.header(h, status.Good), AddResults: add, RemoveResults: rem}
+	return &ua.SetTriggeringResponse{ResponseHeader: r.ResponseHeader(status.Good), AddResults: add, RemoveResults: rem}
 }

@@ -1,4 +1,4 @@
-package server
+package routing
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
-	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
@@ -80,7 +79,12 @@ func (m *mountTestManager) Mount(indexes []uint16) []nodemgr.Mount {
 	return m.mounts(indexes)
 }
 
-// TestMountManagers checks namespace indexes, mounts and the errors of mountManagers.
+// plain is a manager of namespace uri with no capability.
+type plain string
+
+func (p plain) Namespaces() []string { return []string{string(p)} }
+
+// TestMountManagers checks namespace indexes, mounts and the errors of New.
 func TestMountManagers(t *testing.T) {
 	t.Parallel()
 	objects := codec.NewNumericNodeId(0, id.ObjectsFolder)
@@ -91,14 +95,16 @@ func TestMountManagers(t *testing.T) {
 
 	space := addrspace.NewNamespace0()
 	m := &mountTestManager{uris: []string{"urn:a", "urn:b"}, mounts: toOwn}
-	uris, rt, err := mountManagers(space, []nodemgr.Manager{&slowManager{}, m})
+	rt, err := New(space, []nodemgr.Manager{plain("urn:plain"), m})
 	require.NoError(t, err)
-	require.Equal(t, []string{addrspace.NamespaceURI0, testNamespaceURI, "urn:a", "urn:b"}, uris)
+	require.Equal(t, []string{addrspace.NamespaceURI0, "urn:plain", "urn:a", "urn:b"}, rt.Namespaces())
 	require.Equal(t, []uint16{2, 3}, m.indexes)
-	require.Same(t, rt.space, rt.ownerOf(0))
-	require.NotSame(t, rt.space, rt.ownerOf(1))
+	require.Same(t, rt.local, rt.ownerOf(0))
+	require.NotSame(t, rt.local, rt.ownerOf(1))
 	require.Same(t, rt.ownerOf(2), rt.ownerOf(3))
-	require.Same(t, rt.space, rt.ownerOf(9), "beyond the array: the Space")
+	require.Same(t, rt.local, rt.ownerOf(9), "beyond the array: the Space")
+	require.True(t, rt.Local(1, func(int) uint16 { return 0 }))
+	require.False(t, rt.Local(2, func(i int) uint16 { return uint16(i) }), "an item of a manager goes through the queue")
 	require.Equal(t, map[codec.NodeId]bool{objects: true}, rt.mounts)
 	op := &nodemgr.BrowseOp{
 		Items:   []ua.BrowseDescription{{NodeId: objects, BrowseDirection: ua.BrowseDirectionForward, ReferenceTypeId: organizes}},
@@ -108,15 +114,16 @@ func TestMountManagers(t *testing.T) {
 	require.Contains(t, op.Results[0].References, ua.ReferenceDescription{NodeId: codec.ExpandedNodeId{NodeId: codec.NewStringNodeId(3, "Root")}},
 		"the Space has the reference to the mounted root")
 
-	_, rt, err = mountManagers(addrspace.NewNamespace0(), nil)
+	rt, err = New(addrspace.NewNamespace0(), nil)
 	require.NoError(t, err)
 	require.Empty(t, rt.owners, "without managers routing costs a length check")
+	require.True(t, rt.Local(1, func(int) uint16 { return 5 }))
 
 	for name, tc := range map[string]struct {
 		managers []nodemgr.Manager
 		errs     string
 	}{
-		"served twice": {[]nodemgr.Manager{&slowManager{}, &slowManager{}}, "served twice"},
+		"served twice": {[]nodemgr.Manager{plain("urn:a"), plain("urn:a")}, "served twice"},
 		"target elsewhere": {[]nodemgr.Manager{&mountTestManager{uris: []string{"urn:a"}, mounts: func([]uint16) []nodemgr.Mount {
 			return []nodemgr.Mount{{SourceId: objects, ReferenceTypeId: organizes, TargetId: codec.NewNumericNodeId(0, id.Server)}}
 		}}}, "does not lead"},
@@ -127,39 +134,7 @@ func TestMountManagers(t *testing.T) {
 			return []nodemgr.Mount{{SourceId: codec.NewNumericNodeId(0, 999999), ReferenceTypeId: organizes, TargetId: codec.NewStringNodeId(ix[0], "Root")}}
 		}}}, "unknown source"},
 	} {
-		_, _, err := mountManagers(addrspace.NewNamespace0(), tc.managers)
+		_, err := New(addrspace.NewNamespace0(), tc.managers)
 		require.ErrorContains(t, err, tc.errs, name)
 	}
-}
-
-// TestRouteMissingCapability mounts a manager that only reads: its Write, Call and
-// Browse items get the Bad codes of the nodemgr contract, beside Space items answered
-// as usual.
-func TestRouteMissingCapability(t *testing.T) {
-	t.Parallel()
-	ps := startPipeline(t, &slowManager{}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h := ua.RequestHeader{AuthenticationToken: ps.token}
-	node := codec.NewNumericNodeId(ps.slowNS, 1)
-
-	resp, err := ps.ch.Request(ctx, &ua.WriteRequest{RequestHeader: h, NodesToWrite: []ua.WriteValue{
-		{NodeId: node, AttributeId: 13, Value: codec.DataValue{Value: codec.Int32Variant(1)}},
-	}})
-	require.NoError(t, err)
-	require.Equal(t, []status.Code{status.BadNotWritable}, resp.(*ua.WriteResponse).Results)
-
-	resp, err = ps.ch.Request(ctx, &ua.CallRequest{RequestHeader: h, MethodsToCall: []ua.CallMethodRequest{{ObjectId: node, MethodId: node}}})
-	require.NoError(t, err)
-	require.Equal(t, status.BadNotExecutable, resp.(*ua.CallResponse).Results[0].StatusCode)
-
-	resp, err = ps.ch.Request(ctx, &ua.BrowseRequest{RequestHeader: h, NodesToBrowse: []ua.BrowseDescription{
-		{NodeId: node, BrowseDirection: ua.BrowseDirectionForward},
-		{NodeId: codec.NewNumericNodeId(0, id.Server), BrowseDirection: ua.BrowseDirectionForward},
-	}})
-	require.NoError(t, err)
-	results := resp.(*ua.BrowseResponse).Results
-	require.Equal(t, status.BadNodeIdUnknown, results[0].StatusCode)
-	require.Equal(t, status.Good, results[1].StatusCode)
-	require.NotEmpty(t, results[1].References)
 }

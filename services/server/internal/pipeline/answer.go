@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+)
+
+// Answerer sends the answers of requests and tells an observer of each (the diagnostics
+// count them). It is safe for concurrent use.
+type Answerer struct {
+	now     func() time.Time
+	log     *slog.Logger
+	observe func(req, resp codec.Structure)
+}
+
+// Respond sends msg in answer to req; a failure means the channel is gone, which the
+// channel's own goroutine reports.
+func (a *Answerer) Respond(req uasc.Request, msg codec.Structure) {
+	if a.observe != nil {
+		a.observe(req.Message, msg)
+	}
+	a.Send(req, msg)
+}
+
+// Send is Respond for an answer the caller counted itself (the inline Read).
+func (a *Answerer) Send(req uasc.Request, msg codec.Structure) {
+	if err := req.Respond(msg); err != nil {
+		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+	}
+}
+
+// RespondNoWait is Respond for a caller that answers many channels from one goroutine
+// (published notifications): no answer waits on its peer's socket
+// (uasc.Request.RespondNoWait).
+func (a *Answerer) RespondNoWait(req uasc.Request, msg codec.Structure) {
+	if a.observe != nil {
+		a.observe(req.Message, msg)
+	}
+	if err := req.RespondNoWait(msg); err != nil {
+		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+	}
+}
+
+// Header returns the ResponseHeader answering h with result, now.
+func (a *Answerer) Header(h ua.RequestHeader, result status.Code) ua.ResponseHeader {
+	return HeaderAt(h, result, a.now())
+}
+
+// HeaderAt returns the ResponseHeader answering h with result, sent at t.
+func HeaderAt(h ua.RequestHeader, result status.Code, t time.Time) ua.ResponseHeader {
+	return ua.ResponseHeader{
+		Timestamp:     codec.DateTimeOf(t),
+		RequestHandle: h.RequestHandle,
+		ServiceResult: result,
+	}
+}
+
+// Fault returns a ServiceFault answering h with code (Part 4 §7.33).
+func (a *Answerer) Fault(h ua.RequestHeader, code status.Code) *ua.ServiceFault {
+	return &ua.ServiceFault{ResponseHeader: a.Header(h, code)}
+}
+
+// TimeOf returns the current time for a request answered at once: the time it was read
+// (microseconds ago, one clock reading shared by the requests of one system call, on the
+// server's clock), or now when the request was not read from a channel.
+func (a *Answerer) TimeOf(req uasc.Request) time.Time {
+	if !req.Received.IsZero() {
+		return req.Received
+	}
+	return a.now()
+}
+
+// Now returns the server's current time.
+func (a *Answerer) Now() time.Time { return a.now() }
+
+// retryAfterHeader returns the AdditionalHeader that tells a client how long to wait
+// before it retries: an AdditionalParametersType (Part 4 §7.1) with the parameter
+// RetryAfterMs, a whole number of milliseconds as Int64, as the OPC Foundation .NET
+// stack sends it with BadServerTooBusy (UA-.NETStandard Docs/RetryAfterSignaling.md).
+func retryAfterHeader(d time.Duration) codec.ExtensionObject {
+	return codec.NewExtensionObject(&ua.AdditionalParametersType{Parameters: []ua.KeyValuePair{{
+		Key:   codec.QualifiedName{Name: retryAfterKey},
+		Value: codec.Int64Variant(d.Milliseconds()),
+	}}})
+}
+
+// retryAfterKey is the name of the RetryAfterMs parameter of an AdditionalHeader.
+const retryAfterKey = "RetryAfterMs"
+
+// CheckCount returns the ServiceResult for a request of n operations with limit max:
+// BadNothingToDo for none, BadTooManyOperations above the limit (Part 4 §7.34).
+func CheckCount(n, max int) status.Code {
+	switch {
+	case n == 0:
+		return status.BadNothingToDo
+	case max > 0 && n > max:
+		return status.BadTooManyOperations
+	}
+	return status.Good
+}
+
+// CodeOf returns the status.Code an error carries, or def.
+func CodeOf(err error, def status.Code) status.Code {
+	var c status.Code
+	if errors.As(err, &c) {
+		return c
+	}
+	return def
+}

@@ -1,0 +1,54 @@
+package pipeline
+
+import (
+	"context"
+	"sync/atomic"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+)
+
+// Pending is a request handed to the request queue: it is answered once, by its job, by
+// its deadline (RequestHeader.TimeoutHint after receipt, Part 4 §7.32) with BadTimeout,
+// or not at all when the channel ends first. An answer after the first is dropped.
+type Pending struct {
+	a   *Answerer
+	req uasc.Request
+	h   ua.RequestHeader
+	// Ctx ends when the request is answered, times out or its channel ends; node
+	// managers get it.
+	Ctx      context.Context
+	cancel   context.CancelFunc
+	stopTime func() bool // stops the deadline's answer; nil without a deadline
+	answered atomic.Bool
+}
+
+// Answer sends msg unless the request was answered already; it reports whether it sent.
+func (p *Pending) Answer(msg codec.Structure) bool {
+	if !p.answered.CompareAndSwap(false, true) {
+		return false
+	}
+	if p.stopTime != nil {
+		p.stopTime()
+	}
+	p.cancel()
+	p.a.Respond(p.req, msg)
+	return true
+}
+
+// timeout answers BadTimeout unless the request was answered already. It runs when the
+// deadline passes and does not touch stopTime, which may not be set yet.
+func (p *Pending) timeout() {
+	if p.answered.CompareAndSwap(false, true) {
+		p.a.Respond(p.req, p.a.Fault(p.h, status.BadTimeout))
+	}
+}
+
+// Done reports whether the request was answered (or timed out) already, so that work
+// that finds it so can be skipped.
+func (p *Pending) Done() bool { return p.answered.Load() }
+
+// Header returns the ResponseHeader answering the request with result.
+func (p *Pending) Header(result status.Code) ua.ResponseHeader { return p.a.Header(p.h, result) }

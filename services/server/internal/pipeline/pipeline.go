@@ -1,0 +1,274 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/transport/uasc"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/session"
+)
+
+// Service is one row of the service table: a service (Part 4 §5) the server answers.
+// Exactly one of Answer and Serve is set. C is the server's per-channel state, handed to
+// every handler.
+type Service[C any] struct {
+	// Request is a value of the service's request type; its TypeInfo keys the row.
+	Request codec.Structure
+	// Worker runs the handler on a worker of the request queue (stage StageSession)
+	// instead of inline on the channel's goroutine: for work that costs milliseconds of
+	// CPU, as RSA and password hashing do. The handler is an Answer.
+	Worker bool
+	// Session makes the request need an activated session bound to its channel (Part 4
+	// §5.6.3): without one it is answered with a ServiceFault, and the handler gets who
+	// the session is in Request.Principal.
+	Session bool
+	// Answer returns the answer to the request, which the pipeline sends.
+	Answer func(r Request[C]) codec.Structure
+	// Serve answers the request itself (Request.Respond), at once or later: a handler
+	// that parks the request, hands it to the queue or recycles it.
+	Serve func(r Request[C])
+}
+
+// Request is a request as its handler gets it: valid until the handler returns, but for
+// what it copies. A handler that answers later keeps the uasc.Request, not the Request.
+type Request[C any] struct {
+	Ctx context.Context
+	Req uasc.Request
+	// Header is the request's RequestHeader, inside Req.Message.
+	Header *ua.RequestHeader
+	// Principal is who the session is, for a service that needs one; it points into the
+	// channel's state and is overwritten by the channel's next request, so a handler
+	// that answers later copies it.
+	Principal *nodemgr.Principal
+	// Conn is the state of the channel the request came on.
+	Conn C
+	p    *Pipeline[C]
+}
+
+// Respond sends msg in answer to r.
+func (r Request[C]) Respond(msg codec.Structure) { r.p.Respond(r.Req, msg) }
+
+// Fault returns a ServiceFault answering r with code.
+func (r Request[C]) Fault(code status.Code) *ua.ServiceFault { return r.p.Fault(*r.Header, code) }
+
+// ResponseHeader returns the ResponseHeader answering r with result, now.
+func (r Request[C]) ResponseHeader(result status.Code) ua.ResponseHeader {
+	return r.p.Header(*r.Header, result)
+}
+
+// Now returns the time the request was read (see Answerer.TimeOf).
+func (r Request[C]) Now() time.Time { return r.p.TimeOf(r.Req) }
+
+// Enqueue hands job to the request queue as a job of stage StageService costing cost
+// operations, owned by r's session (see Pipeline.enqueue).
+func (r Request[C]) Enqueue(cost int, job func(*Pending)) {
+	key, _ := session.TokenKey(r.Header.AuthenticationToken)
+	r.p.enqueue(r.Ctx, r.Req, *r.Header, Owner{Channel: r.Req.Channel.ID(), Session: key}, cost, StageService, job)
+}
+
+// Channel is the pipeline's part of a channel's state: the memory of the session the
+// channel's requests named last and the Principal handed to its handlers. Only the
+// channel's reading goroutine uses it; the zero Channel is ready.
+type Channel struct {
+	Memory    session.Memory
+	principal nodemgr.Principal
+}
+
+// Config configures a Pipeline.
+type Config struct {
+	Now      func() time.Time
+	Log      *slog.Logger
+	Sessions *session.Table
+	Queue    *Queue
+	// Answered, when set, is told of every answer sent (but Answerer.Send's).
+	Answered func(req, resp codec.Structure)
+}
+
+// Pipeline dispatches the requests of a server's channels through its service table.
+// It is safe for concurrent use.
+type Pipeline[C any] struct {
+	Answerer
+	sessions    *session.Table
+	queue       *Queue
+	outstanding Outstanding
+	rows        map[*codec.TypeInfo]*Service[C]
+	stopping    atomic.Bool
+	// Admit, when set before serving, is asked about every request of a known service
+	// before anything else is done for it; a status other than Good refuses the request
+	// with a ServiceFault of that status.
+	Admit func(req uasc.Request, svc *Service[C]) status.Code
+}
+
+// New returns a pipeline that answers the services of table, one row per request type.
+func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
+	p := &Pipeline[C]{
+		Answerer: Answerer{now: cfg.Now, log: cfg.Log, observe: cfg.Answered},
+		sessions: cfg.Sessions,
+		queue:    cfg.Queue,
+		rows:     make(map[*codec.TypeInfo]*Service[C], len(table)),
+	}
+	for i := range table {
+		row := &table[i]
+		ti := row.Request.TypeInfo()
+		switch {
+		case p.rows[ti] != nil:
+			return nil, fmt.Errorf("pipeline: service %s listed twice", ti.Name)
+		case (row.Answer == nil) == (row.Serve == nil):
+			return nil, fmt.Errorf("pipeline: service %s needs one of Answer and Serve", ti.Name)
+		case row.Worker && row.Answer == nil:
+			return nil, fmt.Errorf("pipeline: service %s runs on a worker and needs Answer", ti.Name)
+		}
+		if _, ok := row.Request.(ua.Request); !ok {
+			return nil, fmt.Errorf("pipeline: %s is not a request", ti.Name)
+		}
+		p.rows[ti] = row
+	}
+	return p, nil
+}
+
+// Handle is the request handling of a channel, on its reading goroutine: it finds the
+// request's row (BadServiceUnsupported for none), asks Admit, checks the session and runs
+// the handler, inline or through the queue. conn is the server's state of the channel and
+// ch the pipeline's part of it.
+func (p *Pipeline[C]) Handle(ctx context.Context, req uasc.Request, conn C, ch *Channel) {
+	row := p.rows[req.Message.TypeInfo()]
+	ur, ok := req.Message.(ua.Request)
+	if row == nil || !ok {
+		p.Respond(req, p.Fault(ua.RequestHeaderOf(req.Message), status.BadServiceUnsupported))
+		return
+	}
+	h := ur.Header()
+	if p.Admit != nil {
+		if code := p.Admit(req, row); code != status.Good {
+			p.Respond(req, p.Fault(*h, code))
+			return
+		}
+	}
+	r := Request[C]{Ctx: ctx, Req: req, Header: h, Conn: conn, p: p}
+	if row.Session {
+		code := p.sessions.PrincipalAt(h.AuthenticationToken, req.Channel.ID(), p.TimeOf(req), &ch.principal, &ch.Memory)
+		if code != status.Good {
+			p.Respond(req, p.Fault(*h, code))
+			return
+		}
+		r.Principal = &ch.principal
+	}
+	switch {
+	case row.Worker:
+		p.enqueue(ctx, req, *h, Owner{Channel: req.Channel.ID()}, 1, StageSession, func(pd *Pending) {
+			r.Ctx = pd.Ctx
+			pd.Answer(row.Answer(r))
+		})
+	case row.Answer != nil:
+		p.Respond(req, row.Answer(r))
+	default:
+		row.Serve(r)
+	}
+}
+
+// enqueue hands job to the request queue. When the queue is full the request is answered
+// with a ServiceFault BadServerTooBusy carrying a RetryAfterMs hint; after Close the
+// answer is BadShutdown. A job gets the pending request and answers it with
+// Pending.Answer; it must not wait on I/O (see Job).
+func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.RequestHeader, owner Owner, cost int, stage Stage, job func(*Pending)) {
+	pd := &Pending{a: &p.Answerer, req: req, h: h}
+	if h.TimeoutHint > 0 {
+		timeout := time.Duration(h.TimeoutHint) * time.Millisecond
+		pd.Ctx, pd.cancel = context.WithTimeout(ctx, timeout)
+		deadline := pd.Ctx
+		pd.stopTime = context.AfterFunc(deadline, func() {
+			if errors.Is(deadline.Err(), context.DeadlineExceeded) {
+				pd.timeout()
+			}
+		})
+	} else {
+		pd.Ctx, pd.cancel = context.WithCancel(ctx)
+	}
+	p.outstanding.track(pd)
+	ok, retryAfter := p.queue.Push(Job{Owner: owner, Cost: cost, Stage: stage, Run: func() {
+		if !pd.Done() {
+			job(pd)
+		}
+	}})
+	if ok {
+		return
+	}
+	if p.stopping.Load() {
+		pd.Answer(p.Fault(h, status.BadShutdown))
+		return
+	}
+	f := p.Fault(h, status.BadServerTooBusy)
+	f.ResponseHeader.AdditionalHeader = retryAfterHeader(retryAfter)
+	pd.Answer(f)
+}
+
+// Outstanding returns the registry of the requests Cancel can reach.
+func (p *Pipeline[C]) Outstanding() *Outstanding { return &p.outstanding }
+
+// Queue returns the request queue.
+func (p *Pipeline[C]) Queue() *Queue { return p.queue }
+
+// Close refuses further queued work (BadShutdown), lets the workers drain the queue and
+// waits for them.
+func (p *Pipeline[C]) Close() {
+	p.stopping.Store(true)
+	p.queue.Close()
+}
+
+// Flag changes how a row of the service table runs.
+type Flag uint8
+
+const (
+	// NeedsSession makes a request need an activated session (Service.Session).
+	NeedsSession Flag = 1 << iota
+	// OnWorker runs the handler on a worker (Service.Worker).
+	OnWorker
+)
+
+// Answers returns the row of the service whose requests are of type M, answered by f.
+func Answers[C any, M interface {
+	codec.Structure
+	*T
+}, T any](f func(Request[C], M) codec.Structure, flags ...Flag) Service[C] {
+	s := row[C, M](flags)
+	s.Answer = func(r Request[C]) codec.Structure { return f(r, r.Req.Message.(M)) }
+	return s
+}
+
+// Serves returns the row of the service whose requests are of type M, served by f, which
+// answers them itself.
+func Serves[C any, M interface {
+	codec.Structure
+	*T
+}, T any](f func(Request[C], M), flags ...Flag) Service[C] {
+	s := row[C, M](flags)
+	s.Serve = func(r Request[C]) { f(r, r.Req.Message.(M)) }
+	return s
+}
+
+func row[C any, M interface {
+	codec.Structure
+	*T
+}, T any](flags []Flag) Service[C] {
+	s := Service[C]{Request: M(new(T))}
+	for _, f := range flags {
+		s.Session = s.Session || f&NeedsSession != 0
+		s.Worker = s.Worker || f&OnWorker != 0
+	}
+	return s
+}
+
+// Request returns the Request of req on a channel whose state is conn, as Handle would
+// hand it to a handler but without the table's checks: for a benchmark or test that
+// calls a handler directly.
+func (p *Pipeline[C]) Request(ctx context.Context, req uasc.Request, conn C) Request[C] {
+	return Request[C]{Ctx: ctx, Req: req, Header: req.Message.(ua.Request).Header(), Conn: conn, p: p}
+}

@@ -1,0 +1,76 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/ua"
+)
+
+// owner is a node manager as the server routes to it: the capabilities it has, found by
+// type assertion once, when it is mounted. A missing capability answers each item with a
+// Bad StatusCode (see the nodemgr package doc).
+type owner struct {
+	name    string // for errors: the manager's type or configured name
+	local   bool   // the server's own address space, answered on the channel's goroutine
+	reader  nodemgr.Reader
+	writer  nodemgr.Writer
+	browser nodemgr.Browser
+	caller  nodemgr.Caller
+}
+
+func newOwner(m nodemgr.Manager, local bool) *owner {
+	o := &owner{name: fmt.Sprintf("%T", m), local: local}
+	o.reader, _ = m.(nodemgr.Reader)
+	o.writer, _ = m.(nodemgr.Writer)
+	o.browser, _ = m.(nodemgr.Browser)
+	o.caller, _ = m.(nodemgr.Caller)
+	return o
+}
+
+func (o *owner) read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	if o.reader == nil {
+		for i := range op.Results {
+			op.Results[i] = codec.DataValue{Status: status.BadNotReadable}
+		}
+		done()
+		return
+	}
+	o.reader.Read(ctx, op, done)
+}
+
+func (o *owner) write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	if o.writer == nil {
+		for i := range op.Results {
+			op.Results[i] = status.BadNotWritable
+		}
+		done()
+		return
+	}
+	o.writer.Write(ctx, op, done)
+}
+
+func (o *owner) browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	if o.browser == nil {
+		for i := range op.Results {
+			op.Results[i] = nodemgr.BrowseResult{Status: status.BadNodeIdUnknown}
+		}
+		done()
+		return
+	}
+	o.browser.Browse(ctx, op, done)
+}
+
+func (o *owner) call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	if o.caller == nil {
+		for i := range op.Results {
+			op.Results[i] = ua.CallMethodResult{StatusCode: status.BadNotExecutable}
+		}
+		done()
+		return
+	}
+	o.caller.Call(ctx, op, done)
+}
