@@ -124,16 +124,13 @@ type User struct {
 
 // Limits size a single node (the .NET stack's ServerConfiguration names).
 type Limits struct {
-	MaxSessionCount       int `koanf:"maxSessionCount"`       // default 100
-	MaxChannelCount       int `koanf:"maxChannelCount"`       // default 1000
-	MaxRequestThreadCount int `koanf:"maxRequestThreadCount"` // default 100
-	MinRequestThreadCount int `koanf:"minRequestThreadCount"` // default 10
-	MaxQueuedRequestCount int `koanf:"maxQueuedRequestCount"` // default 200
-	// DecoupleHeldPublishRequests releases a request worker while a Publish
-	// waits for notifications. Default true.
-	DecoupleHeldPublishRequests bool `koanf:"decoupleHeldPublishRequests"`
-	MaxSubscriptionCount        int  `koanf:"maxSubscriptionCount"`   // default 1000
-	MaxPublishRequestCount      int  `koanf:"maxPublishRequestCount"` // per session; default 20
+	MaxSessionCount        int `koanf:"maxSessionCount"`        // default 100
+	MaxChannelCount        int `koanf:"maxChannelCount"`        // default 1000
+	MaxRequestThreadCount  int `koanf:"maxRequestThreadCount"`  // default 100
+	MinRequestThreadCount  int `koanf:"minRequestThreadCount"`  // default 10
+	MaxQueuedRequestCount  int `koanf:"maxQueuedRequestCount"`  // default 200
+	MaxSubscriptionCount   int `koanf:"maxSubscriptionCount"`   // default 1000
+	MaxPublishRequestCount int `koanf:"maxPublishRequestCount"` // per session; default 20
 	// MaxMonitoredItemCount caps monitored items in the server and
 	// MaxMonitoredItemsPerSubscription in one subscription; 0 is no limit
 	// (logged as a warning). Defaults 100000 and 10000.
@@ -275,7 +272,6 @@ func Default() *Config {
 			MaxRequestThreadCount:            100,
 			MinRequestThreadCount:            10,
 			MaxQueuedRequestCount:            200,
-			DecoupleHeldPublishRequests:      true,
 			MaxSubscriptionCount:             1000,
 			MaxPublishRequestCount:           20,
 			MaxMonitoredItemCount:            100000,

@@ -53,7 +53,6 @@ func Effective(cfg *Config) []slog.Attr {
 			slog.Int("maxRequestThreadCount", cfg.Limits.MaxRequestThreadCount),
 			slog.Int("minRequestThreadCount", cfg.Limits.MinRequestThreadCount),
 			slog.Int("maxQueuedRequestCount", cfg.Limits.MaxQueuedRequestCount),
-			slog.Bool("decoupleHeldPublishRequests", cfg.Limits.DecoupleHeldPublishRequests),
 			slog.Int("maxSubscriptionCount", cfg.Limits.MaxSubscriptionCount),
 			slog.Int("maxPublishRequestCount", cfg.Limits.MaxPublishRequestCount),
 			slog.Int("maxMonitoredItemCount", cfg.Limits.MaxMonitoredItemCount),

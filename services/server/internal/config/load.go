@@ -115,6 +115,10 @@ func Load(args, environ []string) (*Config, error) {
 				// UASTACK_PASSWORD, the tests' UASTACK_NPM_CACHE).
 				return "", nil
 			}
+			if msg, removed := keys.removedMessage(lower); removed {
+				errs = append(errs, fmt.Errorf("environment %s: %s", name, msg))
+				return "", nil
+			}
 			if !ok {
 				errs = append(errs, fmt.Errorf("environment %s: unknown key %q (the rule: drop %s, \"_\" separates levels, case is ignored)", name, lower, EnvPrefix))
 				return "", nil
@@ -224,15 +228,27 @@ func durationHook(_, to reflect.Type, data any) (any, error) {
 	}
 }
 
+// removedKeys are settings the server no longer accepts, each with the
+// reason. Setting one is an error that names it and says why, so that a
+// configuration written for an older server is corrected rather than told
+// only that the key is unknown.
+var removedKeys = map[string]string{
+	"limits.decoupleHeldPublishRequests": "a held Publish never holds a request worker in this server (it is parked on its session), so there is nothing to decouple",
+}
+
 // keySet is every leaf key of Config with its Go type.
 type keySet struct {
 	exact    map[string]reflect.Type // key -> type of the field
 	fold     map[string]string       // lower-case key -> key
 	sections map[string]bool         // lower-case first level of every key
+	removed  map[string]string       // lower-case key -> key, of removedKeys
 }
 
 func knownKeys() keySet {
-	ks := keySet{exact: map[string]reflect.Type{}, fold: map[string]string{}, sections: map[string]bool{}}
+	ks := keySet{exact: map[string]reflect.Type{}, fold: map[string]string{}, sections: map[string]bool{}, removed: map[string]string{}}
+	for k := range removedKeys {
+		ks.removed[strings.ToLower(k)] = k
+	}
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
 		for i := range t.NumField() {
@@ -252,9 +268,23 @@ func knownKeys() keySet {
 	return ks
 }
 
-// unknown describes an unknown key, with the known key it may be a
-// misspelling of when only the case differs.
+// removedMessage says why key (in any case) is refused when it names a
+// removed setting.
+func (ks keySet) removedMessage(key string) (string, bool) {
+	k, ok := ks.removed[strings.ToLower(strings.TrimSpace(key))]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%q is no longer a setting: %s; remove it", k, removedKeys[k]), true
+}
+
+// unknown describes an unknown key: why it is refused when it names a removed
+// setting, or the known key it may be a misspelling of when only the case
+// differs.
 func (ks keySet) unknown(key string) string {
+	if msg, ok := ks.removedMessage(key); ok {
+		return msg
+	}
 	if k, ok := ks.fold[strings.ToLower(key)]; ok {
 		return fmt.Sprintf("unknown key %q (did you mean %q? keys are case-sensitive)", key, k)
 	}
