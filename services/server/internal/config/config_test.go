@@ -516,3 +516,29 @@ func TestOtherProgramsVariables(t *testing.T) {
 	_, err = Load(nil, []string{"UASTACK_DISCOVERY_PKI=/tmp/pki"})
 	require.ErrorContains(t, err, `unknown key "discovery.pki"`)
 }
+
+// TestNamedFlags: every named flag sets the key its usage names, and that key is a
+// setting.
+func TestNamedFlags(t *testing.T) {
+	t.Parallel()
+	values := map[string]string{
+		"endpoint":     "opc.tcp://plant.example:4841",
+		"listen":       "127.0.0.1:4841",
+		"pki":          "/srv/uastack/pki",
+		"log-level":    "warn",
+		"log-format":   "json",
+		"metrics-addr": "127.0.0.1:9464",
+	}
+	require.Len(t, namedFlags, len(values))
+	keys := knownKeys()
+	for _, f := range namedFlags {
+		require.Contains(t, keys.exact, f.key, f.name)
+		require.Contains(t, NewFlagSet().Lookup(f.name).Usage, "("+f.key+")")
+		value, ok := values[f.name]
+		require.True(t, ok, "no test value for --%s", f.name)
+		c, err := Load([]string{"--" + f.name, value}, nil)
+		require.NoError(t, err, f.name)
+		got := flattenAttrs("", Effective(c), map[string]slog.Value{})
+		require.Equal(t, value, got[f.key].String(), f.name)
+	}
+}

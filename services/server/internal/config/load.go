@@ -26,14 +26,15 @@ const EnvPrefix = "UASTACK_"
 // EnvConfigFile names the YAML file when --config is not given.
 const EnvConfigFile = EnvPrefix + "CONFIG"
 
-// flagKeys maps the named flags to the keys they set.
-var flagKeys = map[string]string{
-	"endpoint":     "endpoint.endpointUrl",
-	"listen":       "endpoint.listenAddress",
-	"pki":          "security.pkiDir",
-	"log-level":    "observability.logLevel",
-	"log-format":   "observability.logFormat",
-	"metrics-addr": "observability.metricsAddr",
+// namedFlags are the flags that set one key each, in the order of the usage
+// text; each flag's help ends with its key.
+var namedFlags = []struct{ name, key, help string }{
+	{"endpoint", "endpoint.endpointUrl", "endpoint URL advertised to clients"},
+	{"listen", "endpoint.listenAddress", "TCP address to listen on"},
+	{"pki", "security.pkiDir", "PKI directory"},
+	{"log-level", "observability.logLevel", "debug, info, warn or error"},
+	{"log-format", "observability.logFormat", "text or json"},
+	{"metrics-addr", "observability.metricsAddr", "HTTP address of /metrics and /debug/pprof/"},
 }
 
 // NewFlagSet returns the server's command-line flags, for Load and for
@@ -43,12 +44,9 @@ func NewFlagSet() *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.String("config", "", "YAML configuration file (default: $"+EnvConfigFile+")")
-	fs.String("endpoint", "", "endpoint URL advertised to clients (endpoint.endpointUrl)")
-	fs.String("listen", "", "TCP address to listen on (endpoint.listenAddress)")
-	fs.String("pki", "", "PKI directory (security.pkiDir)")
-	fs.String("log-level", "", "debug, info, warn or error (observability.logLevel)")
-	fs.String("log-format", "", "text or json (observability.logFormat)")
-	fs.String("metrics-addr", "", "HTTP address of /metrics and /debug/pprof/ (observability.metricsAddr)")
+	for _, f := range namedFlags {
+		fs.String(f.name, "", f.help+" ("+f.key+")")
+	}
 	fs.StringArray("set", nil, "set any key, e.g. --set limits.maxSessionCount=500 (repeatable)")
 	return fs
 }
@@ -137,11 +135,15 @@ func Load(args, environ []string) (*Config, error) {
 
 	// 4. Flags: the named ones, then every --set in order.
 	flagProvider := posflag.ProviderWithFlag(fs, ".", ko, func(f *pflag.Flag) (string, any) {
-		key, ok := flagKeys[f.Name]
-		if !ok || !f.Changed {
+		if !f.Changed {
 			return "", nil
 		}
-		return key, f.Value.String()
+		for _, nf := range namedFlags {
+			if nf.name == f.Name {
+				return nf.key, f.Value.String()
+			}
+		}
+		return "", nil
 	})
 	if err := ko.Load(flagProvider, nil); err != nil {
 		return nil, fmt.Errorf("flags: %w", err)
