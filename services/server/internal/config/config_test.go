@@ -448,6 +448,13 @@ func TestInsecureSettingsWarn(t *testing.T) {
 			"security.userTokenPolicies[0].securityPolicy": "passwords can cross the network in clear text",
 			"security.maxFailedAuthenticationAttempts":     "0 disables the lockout",
 		}},
+		{"two username policies and no users: one warning", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{
+				{Type: TokenUsername, SecurityPolicy: "Basic256Sha256"},
+				{Type: TokenUsername, SecurityPolicy: "Aes256_Sha256_RsaPss"},
+			}
+		}, map[string]string{"security.users": "no users are configured"}},
 		{"deprecated policy and unlimited items", func(c *Config) {
 			c.Security.SecurityPolicies = []SecurityPolicy{{Policy: "Basic128Rsa15", Modes: []string{ModeSign}}}
 			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
@@ -464,8 +471,10 @@ func TestInsecureSettingsWarn(t *testing.T) {
 			t.Parallel()
 			c := Default()
 			tt.change(c)
-			got := warnings(logJSON(t, c))
+			recs := logJSON(t, c)
+			got := warnings(recs)
 			require.Len(t, got, len(tt.want), "%v", got)
+			require.Len(t, recs, 1+len(got), "one record per warned setting, after the configuration")
 			for k, sub := range tt.want {
 				require.Contains(t, got[k], sub, k)
 			}
