@@ -57,8 +57,8 @@ func NewFlagSet() *pflag.FlagSet {
 // command-line arguments without the program name (os.Args[1:]); environ is
 // in the form of os.Environ ("KEY=value"); nil means none.
 //
-// All errors are reported together: unknown keys (each named, with its
-// source), then, when the values could be decoded, every failed check of
+// All errors are reported together: unknown keys and removed settings (each
+// named, with its source), then, when the values could be decoded, every failed check of
 // [Config.Validate]. -h or --help returns an error wrapping pflag.ErrHelp.
 // On success, short policy names are replaced by their URIs.
 func Load(args, environ []string) (*Config, error) {

@@ -4,9 +4,9 @@ import "time"
 
 // Subscriptions bound what a client may ask of CreateSubscription and
 // CreateMonitoredItems (Part 4 §5.13.2, §5.12.2): a request outside them is
-// revised into them, not refused. The server-wide counts stay in Limits
-// (maxSubscriptionCount, maxPublishRequestCount, maxMonitoredItemCount,
-// maxMonitoredItemsPerSubscription).
+// revised into them, not refused. The counts with .NET stack names stay in
+// Limits: maxSubscriptionCount and maxMonitoredItemCount (the server's),
+// maxPublishRequestCount (a session's) and maxMonitoredItemsPerSubscription.
 type Subscriptions struct {
 	// MaxSubscriptionsPerSession caps one session's subscriptions
 	// (BadTooManySubscriptions beyond it). Default 100.
