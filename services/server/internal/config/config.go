@@ -10,7 +10,11 @@ import (
 
 // Config is every setting of the server. A Config from [Load] or [Default]
 // is a value the caller owns; it is not safe for concurrent modification.
-// The koanf tags are the keys of the YAML file (see the package doc).
+// The koanf tags are the keys of the YAML file (see the package doc). The log
+// tags say what [Effective] must not show: `log:"secret"` (a password hash)
+// never appears, `log:"count"` (a list that holds secrets) appears as its
+// length. A new setting is logged without further work; one that holds a
+// secret needs the tag.
 type Config struct {
 	Application     Application     `koanf:"application"`
 	Endpoint        Endpoint        `koanf:"endpoint"`
@@ -64,8 +68,9 @@ type Security struct {
 	SecurityPolicies []SecurityPolicy `koanf:"securityPolicies"`
 	// UserTokenPolicies are the identity tokens accepted in ActivateSession.
 	UserTokenPolicies []UserTokenPolicy `koanf:"userTokenPolicies"`
-	// Users may log in with a UserNameIdentityToken.
-	Users []User `koanf:"users"`
+	// Users may log in with a UserNameIdentityToken. Logged as their
+	// number: their names are half of a credential.
+	Users []User `koanf:"users" log:"count"`
 	// MaxFailedAuthenticationAttempts is the number of failed
 	// ActivateSession attempts per client certificate (or per remote
 	// address on None) within FailedAuthenticationWindow that locks the
@@ -115,7 +120,7 @@ const (
 // ($argon2id$v=19$m=...,t=...,p=...$salt$hash). Make one with [HashPassword].
 type User struct {
 	Name         string `koanf:"name"`
-	PasswordHash string `koanf:"passwordHash"`
+	PasswordHash string `koanf:"passwordHash" log:"secret"`
 	// Roles are well-known roles (Part 3 §4.9) granted on top of AuthenticatedUser,
 	// which every user holds: Observer, Operator, Engineer, Supervisor,
 	// ConfigureAdmin, SecurityAdmin (see [RoleNames]).
@@ -124,16 +129,13 @@ type User struct {
 
 // Limits size a single node (the .NET stack's ServerConfiguration names).
 type Limits struct {
-	MaxSessionCount       int `koanf:"maxSessionCount"`       // default 100
-	MaxChannelCount       int `koanf:"maxChannelCount"`       // default 1000
-	MaxRequestThreadCount int `koanf:"maxRequestThreadCount"` // default 100
-	MinRequestThreadCount int `koanf:"minRequestThreadCount"` // default 10
-	MaxQueuedRequestCount int `koanf:"maxQueuedRequestCount"` // default 200
-	// DecoupleHeldPublishRequests releases a request worker while a Publish
-	// waits for notifications. Default true.
-	DecoupleHeldPublishRequests bool `koanf:"decoupleHeldPublishRequests"`
-	MaxSubscriptionCount        int  `koanf:"maxSubscriptionCount"`   // default 1000
-	MaxPublishRequestCount      int  `koanf:"maxPublishRequestCount"` // per session; default 20
+	MaxSessionCount        int `koanf:"maxSessionCount"`        // default 100
+	MaxChannelCount        int `koanf:"maxChannelCount"`        // default 1000
+	MaxRequestThreadCount  int `koanf:"maxRequestThreadCount"`  // default 100
+	MinRequestThreadCount  int `koanf:"minRequestThreadCount"`  // default 10
+	MaxQueuedRequestCount  int `koanf:"maxQueuedRequestCount"`  // default 200
+	MaxSubscriptionCount   int `koanf:"maxSubscriptionCount"`   // default 1000
+	MaxPublishRequestCount int `koanf:"maxPublishRequestCount"` // per session; default 20
 	// MaxMonitoredItemCount caps monitored items in the server and
 	// MaxMonitoredItemsPerSubscription in one subscription; 0 is no limit
 	// (logged as a warning). Defaults 100000 and 10000.
@@ -275,7 +277,6 @@ func Default() *Config {
 			MaxRequestThreadCount:            100,
 			MinRequestThreadCount:            10,
 			MaxQueuedRequestCount:            200,
-			DecoupleHeldPublishRequests:      true,
 			MaxSubscriptionCount:             1000,
 			MaxPublishRequestCount:           20,
 			MaxMonitoredItemCount:            100000,

@@ -448,6 +448,13 @@ func TestInsecureSettingsWarn(t *testing.T) {
 			"security.userTokenPolicies[0].securityPolicy": "passwords can cross the network in clear text",
 			"security.maxFailedAuthenticationAttempts":     "0 disables the lockout",
 		}},
+		{"two username policies and no users: one warning", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{
+				{Type: TokenUsername, SecurityPolicy: "Basic256Sha256"},
+				{Type: TokenUsername, SecurityPolicy: "Aes256_Sha256_RsaPss"},
+			}
+		}, map[string]string{"security.users": "no users are configured"}},
 		{"deprecated policy and unlimited items", func(c *Config) {
 			c.Security.SecurityPolicies = []SecurityPolicy{{Policy: "Basic128Rsa15", Modes: []string{ModeSign}}}
 			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
@@ -464,8 +471,10 @@ func TestInsecureSettingsWarn(t *testing.T) {
 			t.Parallel()
 			c := Default()
 			tt.change(c)
-			got := warnings(logJSON(t, c))
+			recs := logJSON(t, c)
+			got := warnings(recs)
 			require.Len(t, got, len(tt.want), "%v", got)
+			require.Len(t, recs, 1+len(got), "one record per warned setting, after the configuration")
 			for k, sub := range tt.want {
 				require.Contains(t, got[k], sub, k)
 			}
@@ -515,4 +524,30 @@ func TestOtherProgramsVariables(t *testing.T) {
 	require.Equal(t, 7, c.Limits.MaxSessionCount)
 	_, err = Load(nil, []string{"UASTACK_DISCOVERY_PKI=/tmp/pki"})
 	require.ErrorContains(t, err, `unknown key "discovery.pki"`)
+}
+
+// TestNamedFlags: every named flag sets the key its usage names, and that key is a
+// setting.
+func TestNamedFlags(t *testing.T) {
+	t.Parallel()
+	values := map[string]string{
+		"endpoint":     "opc.tcp://plant.example:4841",
+		"listen":       "127.0.0.1:4841",
+		"pki":          "/srv/uastack/pki",
+		"log-level":    "warn",
+		"log-format":   "json",
+		"metrics-addr": "127.0.0.1:9464",
+	}
+	require.Len(t, namedFlags, len(values))
+	keys := knownKeys()
+	for _, f := range namedFlags {
+		require.Contains(t, keys.exact, f.key, f.name)
+		require.Contains(t, NewFlagSet().Lookup(f.name).Usage, "("+f.key+")")
+		value, ok := values[f.name]
+		require.True(t, ok, "no test value for --%s", f.name)
+		c, err := Load([]string{"--" + f.name, value}, nil)
+		require.NoError(t, err, f.name)
+		got := flattenAttrs("", Effective(c), map[string]slog.Value{})
+		require.Equal(t, value, got[f.key].String(), f.name)
+	}
 }

@@ -27,6 +27,11 @@
 // server's sections (application, endpoint, security, limits, ...) belongs to
 // another uastack program (uacli's UASTACK_PASSWORD) and is left alone.
 //
+// A setting the server no longer has is refused from every source with the
+// reason, not merely as unknown: limits.decoupleHeldPublishRequests is gone
+// because a held Publish never holds a request worker in this server (it is
+// parked on its session), so there is nothing to decouple.
+//
 // # Environment variables
 //
 // The rule: strip UASTACK_, then every "_" separates two levels of the key,

@@ -26,14 +26,15 @@ const EnvPrefix = "UASTACK_"
 // EnvConfigFile names the YAML file when --config is not given.
 const EnvConfigFile = EnvPrefix + "CONFIG"
 
-// flagKeys maps the named flags to the keys they set.
-var flagKeys = map[string]string{
-	"endpoint":     "endpoint.endpointUrl",
-	"listen":       "endpoint.listenAddress",
-	"pki":          "security.pkiDir",
-	"log-level":    "observability.logLevel",
-	"log-format":   "observability.logFormat",
-	"metrics-addr": "observability.metricsAddr",
+// namedFlags are the flags that set one key each, in the order of the usage
+// text; each flag's help ends with its key.
+var namedFlags = []struct{ name, key, help string }{
+	{"endpoint", "endpoint.endpointUrl", "endpoint URL advertised to clients"},
+	{"listen", "endpoint.listenAddress", "TCP address to listen on"},
+	{"pki", "security.pkiDir", "PKI directory"},
+	{"log-level", "observability.logLevel", "debug, info, warn or error"},
+	{"log-format", "observability.logFormat", "text or json"},
+	{"metrics-addr", "observability.metricsAddr", "HTTP address of /metrics and /debug/pprof/"},
 }
 
 // NewFlagSet returns the server's command-line flags, for Load and for
@@ -43,12 +44,9 @@ func NewFlagSet() *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.String("config", "", "YAML configuration file (default: $"+EnvConfigFile+")")
-	fs.String("endpoint", "", "endpoint URL advertised to clients (endpoint.endpointUrl)")
-	fs.String("listen", "", "TCP address to listen on (endpoint.listenAddress)")
-	fs.String("pki", "", "PKI directory (security.pkiDir)")
-	fs.String("log-level", "", "debug, info, warn or error (observability.logLevel)")
-	fs.String("log-format", "", "text or json (observability.logFormat)")
-	fs.String("metrics-addr", "", "HTTP address of /metrics and /debug/pprof/ (observability.metricsAddr)")
+	for _, f := range namedFlags {
+		fs.String(f.name, "", f.help+" ("+f.key+")")
+	}
 	fs.StringArray("set", nil, "set any key, e.g. --set limits.maxSessionCount=500 (repeatable)")
 	return fs
 }
@@ -59,8 +57,8 @@ func NewFlagSet() *pflag.FlagSet {
 // command-line arguments without the program name (os.Args[1:]); environ is
 // in the form of os.Environ ("KEY=value"); nil means none.
 //
-// All errors are reported together: unknown keys (each named, with its
-// source), then, when the values could be decoded, every failed check of
+// All errors are reported together: unknown keys and removed settings (each
+// named, with its source), then, when the values could be decoded, every failed check of
 // [Config.Validate]. -h or --help returns an error wrapping pflag.ErrHelp.
 // On success, short policy names are replaced by their URIs.
 func Load(args, environ []string) (*Config, error) {
@@ -115,6 +113,10 @@ func Load(args, environ []string) (*Config, error) {
 				// UASTACK_PASSWORD, the tests' UASTACK_NPM_CACHE).
 				return "", nil
 			}
+			if msg, removed := keys.removedMessage(lower); removed {
+				errs = append(errs, fmt.Errorf("environment %s: %s", name, msg))
+				return "", nil
+			}
 			if !ok {
 				errs = append(errs, fmt.Errorf("environment %s: unknown key %q (the rule: drop %s, \"_\" separates levels, case is ignored)", name, lower, EnvPrefix))
 				return "", nil
@@ -133,11 +135,15 @@ func Load(args, environ []string) (*Config, error) {
 
 	// 4. Flags: the named ones, then every --set in order.
 	flagProvider := posflag.ProviderWithFlag(fs, ".", ko, func(f *pflag.Flag) (string, any) {
-		key, ok := flagKeys[f.Name]
-		if !ok || !f.Changed {
+		if !f.Changed {
 			return "", nil
 		}
-		return key, f.Value.String()
+		for _, nf := range namedFlags {
+			if nf.name == f.Name {
+				return nf.key, f.Value.String()
+			}
+		}
+		return "", nil
 	})
 	if err := ko.Load(flagProvider, nil); err != nil {
 		return nil, fmt.Errorf("flags: %w", err)
@@ -224,15 +230,27 @@ func durationHook(_, to reflect.Type, data any) (any, error) {
 	}
 }
 
+// removedKeys are settings the server no longer accepts, each with the
+// reason. Setting one is an error that names it and says why, so that a
+// configuration written for an older server is corrected rather than told
+// only that the key is unknown.
+var removedKeys = map[string]string{
+	"limits.decoupleHeldPublishRequests": "a held Publish never holds a request worker in this server (it is parked on its session), so there is nothing to decouple",
+}
+
 // keySet is every leaf key of Config with its Go type.
 type keySet struct {
 	exact    map[string]reflect.Type // key -> type of the field
 	fold     map[string]string       // lower-case key -> key
 	sections map[string]bool         // lower-case first level of every key
+	removed  map[string]string       // lower-case key -> key, of removedKeys
 }
 
 func knownKeys() keySet {
-	ks := keySet{exact: map[string]reflect.Type{}, fold: map[string]string{}, sections: map[string]bool{}}
+	ks := keySet{exact: map[string]reflect.Type{}, fold: map[string]string{}, sections: map[string]bool{}, removed: map[string]string{}}
+	for k := range removedKeys {
+		ks.removed[strings.ToLower(k)] = k
+	}
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
 		for i := range t.NumField() {
@@ -252,9 +270,23 @@ func knownKeys() keySet {
 	return ks
 }
 
-// unknown describes an unknown key, with the known key it may be a
-// misspelling of when only the case differs.
+// removedMessage says why key (in any case) is refused when it names a
+// removed setting.
+func (ks keySet) removedMessage(key string) (string, bool) {
+	k, ok := ks.removed[strings.ToLower(strings.TrimSpace(key))]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%q is no longer a setting: %s; remove it", k, removedKeys[k]), true
+}
+
+// unknown describes an unknown key: why it is refused when it names a removed
+// setting, or the known key it may be a misspelling of when only the case
+// differs.
 func (ks keySet) unknown(key string) string {
+	if msg, ok := ks.removedMessage(key); ok {
+		return msg
+	}
 	if k, ok := ks.fold[strings.ToLower(key)]; ok {
 		return fmt.Sprintf("unknown key %q (did you mean %q? keys are case-sensitive)", key, k)
 	}

@@ -1,15 +1,12 @@
 package config
 
-import (
-	"log/slog"
-	"time"
-)
+import "time"
 
 // Subscriptions bound what a client may ask of CreateSubscription and
 // CreateMonitoredItems (Part 4 §5.13.2, §5.12.2): a request outside them is
-// revised into them, not refused. The server-wide counts stay in Limits
-// (maxSubscriptionCount, maxPublishRequestCount, maxMonitoredItemCount,
-// maxMonitoredItemsPerSubscription).
+// revised into them, not refused. The counts with .NET stack names stay in
+// Limits: maxSubscriptionCount and maxMonitoredItemCount (the server's),
+// maxPublishRequestCount (a session's) and maxMonitoredItemsPerSubscription.
 type Subscriptions struct {
 	// MaxSubscriptionsPerSession caps one session's subscriptions
 	// (BadTooManySubscriptions beyond it). Default 100.
@@ -65,20 +62,4 @@ func (c *Config) validateSubscriptions(ps *problems) {
 	ps.notAbove("subscriptions.minSamplingInterval", s.MinSamplingInterval, "subscriptions.maxSamplingInterval", s.MaxSamplingInterval)
 	ps.uint32Range("subscriptions.maxQueueSize", s.MaxQueueSize, 1)
 	ps.atLeast("subscriptions.retransmissionQueueSize", s.RetransmissionQueueSize, 1)
-}
-
-func subscriptionsGroup(cfg *Config) slog.Attr {
-	s := cfg.Subscriptions
-	return slog.Group("subscriptions",
-		slog.Int("maxSubscriptionsPerSession", s.MaxSubscriptionsPerSession),
-		slog.Duration("minPublishingInterval", s.MinPublishingInterval),
-		slog.Duration("maxPublishingInterval", s.MaxPublishingInterval),
-		slog.Int("maxKeepAliveCount", s.MaxKeepAliveCount),
-		slog.Int("maxLifetimeCount", s.MaxLifetimeCount),
-		slog.Int("maxNotificationsPerPublish", s.MaxNotificationsPerPublish),
-		slog.Duration("minSamplingInterval", s.MinSamplingInterval),
-		slog.Duration("maxSamplingInterval", s.MaxSamplingInterval),
-		slog.Int("maxQueueSize", s.MaxQueueSize),
-		slog.Int("retransmissionQueueSize", s.RetransmissionQueueSize),
-	)
 }

@@ -335,6 +335,7 @@ func (c *Config) Warnings() []Warning {
 			warn(fmt.Sprintf("security.securityPolicies[%d]", i), "SecurityPolicy %s is deprecated (Part 7) and considered broken; prefer Basic256Sha256 or Aes256_Sha256_RsaPss", info.Name)
 		}
 	}
+	usernames := false
 	for i, tp := range s.UserTokenPolicies {
 		key := fmt.Sprintf("security.userTokenPolicies[%d]", i)
 		switch tp.Type {
@@ -345,10 +346,11 @@ func (c *Config) Warnings() []Warning {
 			if uri == policy.URINone || tp.SecurityPolicy == "" && noneOffered {
 				warn(key+".securityPolicy", "passwords can cross the network in clear text: set a securityPolicy for the username token or remove SecurityPolicy None")
 			}
-			if len(s.Users) == 0 {
-				warn("security.users", "username tokens are accepted but no users are configured; every username login fails")
-			}
+			usernames = true
 		}
+	}
+	if usernames && len(s.Users) == 0 {
+		warn("security.users", "username tokens are accepted but no users are configured; every username login fails")
 	}
 	if s.AutoAcceptUntrusted {
 		warn("security.autoAcceptUntrusted", "every untrusted client certificate is accepted; any client can open a signed or encrypted channel")
