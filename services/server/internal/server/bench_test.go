@@ -24,6 +24,7 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/session"
 )
 
@@ -276,8 +277,8 @@ var ns0StatusNodes = func() []codec.NodeId {
 // demoNodes are the Scalar_ and Array_ variables of the demo namespace.
 var demoNodes = func() []codec.NodeId {
 	var out []codec.NodeId
-	for _, v := range demoValues {
-		out = append(out, demoID("Demo.Scalar_"+v.typ.String()), demoID("Demo.Array_"+v.typ.String()))
+	for _, v := range demo.Values {
+		out = append(out, demo.ID("Demo.Scalar_"+v.Type.String()), demo.ID("Demo.Array_"+v.Type.String()))
 	}
 	return out
 }()
@@ -307,7 +308,7 @@ func BenchmarkRead1(b *testing.B) {
 		benchRead(b, []codec.NodeId{codec.NewNumericNodeId(0, id.Server_ServerStatus_State)}, 1)
 	})
 	b.Run("demo", func(b *testing.B) {
-		benchRead(b, []codec.NodeId{demoID("Demo.Scalar_Int32")}, 1)
+		benchRead(b, []codec.NodeId{demo.ID("Demo.Scalar_Int32")}, 1)
 	})
 }
 

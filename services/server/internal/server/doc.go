@@ -1,22 +1,10 @@
-// Package server is the OPC UA server: it ties the configuration, the PKI, the secure
-// channel layer (pkg/transport/uasc), the sessions and the namespace 0 address space
-// together and answers the services of Part 4 that the first slice supports:
-// GetEndpoints and FindServers (§5.4), CreateSession, ActivateSession and CloseSession
-// (§5.6), Read and Write (§5.10.2, §5.10.4), Call (§5.11.2), Browse, BrowseNext and
-// TranslateBrowsePathsToNodeIds (§5.9). Every other request is answered with a
-// ServiceFault BadServiceUnsupported.
-//
-// The demo namespace (addressSpace.demoNamespace, DemoNamespaceURI at index 1) is mounted
-// in the same addrspace.Space as namespace 0, so every service reaches it without
-// routing by namespace; Serve runs its simulation ticker.
-//
-// Dispatch (DESIGN.md "How a request flows", step 5): the uasc Handler runs on the
-// channel's reading goroutine. In-memory services (discovery, Read, Browse, ...) are
-// answered inline. What may block goes through the request queue (Limits.
-// MaxQueuedRequestCount, BadServerTooBusy with a RetryAfterMs hint when full) to its
-// workers (Limits.Min/MaxRequestThreadCount): CreateSession and ActivateSession, which do
-// RSA and password hashing work, and Read, Write, Call, Browse and
-// TranslateBrowsePathsToNodeIds that reach the node managers mounted with
-// Options.Managers (route.go), which complete through their done callback and so hold no
-// worker while they wait. A queued request whose TimeoutHint passes is answered BadTimeout.
+// Package server is the OPC UA server's wiring: New builds the rooms of the server wing
+// (the address space and the demo namespace, the routes to node managers, the session
+// table, the subscription engine, the diagnostics, the request pipeline) and connects
+// them; Serve runs the secure channels until its context ends. The service table
+// (conn.go) lists every service the server answers (Part 4 §5), and the files beside it
+// hold the handlers, one file per service set: discovery.go (§5.4), sessionsvc.go (§5.6),
+// attribute.go (§5.10), method.go (§5.11), view.go (§5.9), subscriptionsvc.go and
+// monitoredsvc.go (§5.12, §5.13), cancel.go (§5.6.5), with routed.go for the items that
+// reach a mounted node manager. RATIONALE.md draws the rooms.
 package server

@@ -17,6 +17,7 @@ import (
 	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/subscription"
 )
 
@@ -37,7 +38,7 @@ func (r eventReplies) Respond(resp *ua.PublishResponse) {
 
 // TestDemoEventSource checks the demo event source in the address space (an
 // EventNotifier below the Server object, DemoEventType under BaseEventType) and that
-// runDemoEvents emits its periodic events with a growing Counter.
+// the demo emits its periodic events with a growing Counter.
 func TestDemoEventSource(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
@@ -52,7 +53,7 @@ func TestDemoEventSource(t *testing.T) {
 	defer cancel()
 
 	op := &nodemgr.ReadOp{Items: []ua.ReadValueId{
-		{NodeId: demoEventsID, AttributeId: uint32(attr.EventNotifier)},
+		{NodeId: demo.EventsID, AttributeId: uint32(attr.EventNotifier)},
 		{NodeId: serverID, AttributeId: uint32(attr.EventNotifier)},
 	}, Results: make([]codec.DataValue, 2)}
 	srv.space.Read(ctx, op, func() {})
@@ -67,12 +68,12 @@ func TestDemoEventSource(t *testing.T) {
 	for _, r := range br.Results[0].References {
 		notifiers = append(notifiers, r.NodeId.NodeId)
 	}
-	require.Contains(t, notifiers, demoEventsID)
-	require.True(t, srv.events.IsSubtype(demoEventTypeID, codec.NewNumericNodeId(0, id.BaseEventType)))
-	require.False(t, srv.events.IsSubtype(demoEventTypeID, codec.NewNumericNodeId(0, id.SystemEventType)))
-	require.True(t, srv.events.HasField(demoEventTypeID, []codec.QualifiedName{{NamespaceIndex: demoIndex, Name: "Counter"}}))
-	require.True(t, srv.events.HasField(demoEventTypeID, []codec.QualifiedName{{Name: "Severity"}}), "inherited")
-	require.False(t, srv.events.HasField(codec.NewNumericNodeId(0, id.SystemEventType), []codec.QualifiedName{{NamespaceIndex: demoIndex, Name: "Counter"}}))
+	require.Contains(t, notifiers, demo.EventsID)
+	require.True(t, srv.eventTypes.IsSubtype(demo.EventTypeID, codec.NewNumericNodeId(0, id.BaseEventType)))
+	require.False(t, srv.eventTypes.IsSubtype(demo.EventTypeID, codec.NewNumericNodeId(0, id.SystemEventType)))
+	require.True(t, srv.eventTypes.HasField(demo.EventTypeID, []codec.QualifiedName{{NamespaceIndex: demo.Index, Name: "Counter"}}))
+	require.True(t, srv.eventTypes.HasField(demo.EventTypeID, []codec.QualifiedName{{Name: "Severity"}}), "inherited")
+	require.False(t, srv.eventTypes.HasField(codec.NewNumericNodeId(0, id.SystemEventType), []codec.QualifiedName{{NamespaceIndex: demo.Index, Name: "Counter"}}))
 
 	ses := codec.NewNumericNodeId(1, 4242)
 	sub, _, code := srv.subs.Create(ses, "", subscription.Params{PublishingInterval: 50, MaxKeepAliveCount: 100, LifetimeCount: 1000}, true)
@@ -82,13 +83,13 @@ func TestDemoEventSource(t *testing.T) {
 	}
 	ef, res, code := subscription.CompileEventFilter(&ua.EventFilter{SelectClauses: []ua.SimpleAttributeOperand{
 		sao(codec.NewNumericNodeId(0, id.BaseEventType), codec.QualifiedName{Name: "Severity"}),
-		sao(demoEventTypeID, codec.QualifiedName{NamespaceIndex: demoIndex, Name: "Counter"}),
+		sao(demo.EventTypeID, codec.QualifiedName{NamespaceIndex: demo.Index, Name: "Counter"}),
 		sao(codec.NewNumericNodeId(0, id.BaseEventType), codec.QualifiedName{Name: "Message"}),
-	}}, srv.events)
+	}}, srv.eventTypes)
 	require.Equal(t, status.Good, code)
 	require.Nil(t, res)
 	items, code := srv.subs.CreateItems(ses, sub, ua.TimestampsToReturnNeither, []subscription.ItemRequest{{
-		Item: ua.ReadValueId{NodeId: demoEventsID, AttributeId: uint32(attr.EventNotifier)}, Mode: ua.MonitoringModeReporting,
+		Item: ua.ReadValueId{NodeId: demo.EventsID, AttributeId: uint32(attr.EventNotifier)}, Mode: ua.MonitoringModeReporting,
 		ClientHandle: 3, QueueSize: 10, DiscardOldest: true, Events: ef,
 	}}, []status.Code{status.Good})
 	require.Equal(t, status.Good, code)
@@ -97,7 +98,7 @@ func TestDemoEventSource(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go srv.subs.Run(runCtx)
-	go srv.runDemoEvents(runCtx, done)
+	go func() { defer close(done); srv.demo.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 	replies := make(eventReplies, 4)
 	var got []ua.EventFieldList
@@ -112,7 +113,7 @@ func TestDemoEventSource(t *testing.T) {
 	}
 	for i, e := range got[:2] {
 		require.Equal(t, uint32(3), e.ClientHandle)
-		require.Equal(t, codec.UInt16Variant(demoSeverities[i]), e.EventFields[0])
+		require.Equal(t, codec.UInt16Variant(demo.Severities[i]), e.EventFields[0])
 		require.Equal(t, codec.UInt32Variant(uint32(i+1)), e.EventFields[1])
 		require.Contains(t, e.EventFields[2].Value().(codec.LocalizedText).Text, "severity")
 	}

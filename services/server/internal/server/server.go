@@ -17,12 +17,12 @@ import (
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
-	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/routing"
@@ -70,8 +70,10 @@ type Server struct {
 	// failedLogins locks out clients that fail ActivateSession too often.
 	failedLogins *session.Lockout
 	diag         *diagnostics.Diagnostics
-	subs         *subscription.Engine // set by initSubscriptions
-	events       *eventTypes          // set by initSubscriptions
+	subs         *subscription.Engine
+	eventTypes   *addrspace.EventTypes
+	events       *events
+	demo         *demo.Demo // nil when the demo namespace is off
 	channels     *uasc.Server
 	startTime    codec.DateTime
 
@@ -90,9 +92,10 @@ type Server struct {
 }
 
 // New opens the PKI at cfg.Security.PKIDir (creating the application instance
-// certificate on first start), builds namespace 0 with live ServerStatus values and the
-// secure channel server. cfg must have passed config.Validate.
-func New(cfg *config.Config, opts Options) (*Server, error) {
+// certificate on first start), builds the address space with live ServerStatus values,
+// the subscription engine, the request pipeline and the secure channel server. cfg must
+// have passed config.Validate.
+func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -123,44 +126,35 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open PKI: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			_ = p.Close()
+		}
+	}()
 	cert, key, err := p.EnsureOwn(cfg.Application.ApplicationURI, cfg.Endpoint.Hostnames,
 		pki.OwnOptions{ApplicationName: cfg.Application.ApplicationName})
 	if err != nil {
-		_ = p.Close()
 		return nil, fmt.Errorf("application certificate: %w", err)
 	}
-	space, err := newSpace(cfg.AddressSpace)
-	if err != nil {
-		_ = p.Close()
-		return nil, err
-	}
-	routes, err := routing.New(space, append(configured, opts.Managers...))
-	if err != nil {
-		_ = p.Close()
-		return nil, err
-	}
-	s := &Server{
-		cfg:        cfg,
-		log:        log,
-		now:        now,
-		pki:        p,
-		cert:       cert,
-		key:        key,
-		endpoints:  buildEndpoints(cfg, sec, cert.Raw),
-		tokens:     userTokenPolicies(cfg),
-		space:      space,
-		sessions:   session.New(cfg.Limits.MaxSessionCount, now),
-		startTime:  codec.DateTimeOf(now()),
-		namespaces: routes.Namespaces(),
-		routes:     routes,
-	}
 	lo := cfg.Security
-	s.failedLogins = session.NewLockout(lo.MaxFailedAuthenticationAttempts, lo.FailedAuthenticationWindow, lo.FailedAuthenticationLockout, now)
-	if err := s.initServerObject(); err != nil {
-		_ = p.Close()
+	s := &Server{
+		cfg:          cfg,
+		log:          log,
+		now:          now,
+		pki:          p,
+		cert:         cert,
+		key:          key,
+		endpoints:    buildEndpoints(cfg, sec, cert.Raw),
+		tokens:       userTokenPolicies(cfg),
+		sessions:     session.New(cfg.Limits.MaxSessionCount, now),
+		failedLogins: session.NewLockout(lo.MaxFailedAuthenticationAttempts, lo.FailedAuthenticationWindow, lo.FailedAuthenticationLockout, now),
+		startTime:    codec.DateTimeOf(now()),
+		events:       &events{now: now},
+	}
+	if err := s.buildAddressSpace(append(configured, opts.Managers...)); err != nil {
 		return nil, err
 	}
-	s.initSubscriptions()
+	s.buildSubscriptions()
 	s.pipe, err = pipeline.New(pipeline.Config{
 		Now:      now,
 		Log:      log,
@@ -170,15 +164,12 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		Answered: s.diag.Answered,
 	}, s.services())
 	if err != nil {
-		_ = p.Close()
 		return nil, err
 	}
 	if err := s.diag.Install(s.space); err != nil {
-		_ = p.Close()
 		return nil, err
 	}
 	if err := s.initCapabilities(); err != nil {
-		_ = p.Close()
 		return nil, err
 	}
 	validate := func(chain []*x509.Certificate) error {
@@ -203,16 +194,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			MaxByteStringLength: cfg.Encoding.MaxByteStringLength,
 			MaxArrayLength:      cfg.Encoding.MaxArrayLength,
 		},
-		UACP: uacp.ServerConfig{Limits: uacp.Limits{
-			ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
-			SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
-			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
-			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
-		}},
-		Now: opts.Now, // nil: the channels may use a chunk's read time as the time
+		UACP: uacpConfig(cfg),
+		Now:  opts.Now, // nil: the channels may use a chunk's read time as the time
 	}, s.handle)
 	if err != nil {
-		_ = p.Close()
 		return nil, fmt.Errorf("secure channel server: %w", err)
 	}
 	s.stopTrust = p.OnTrustChange(func() {
@@ -221,6 +206,68 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		}
 	})
 	return s, nil
+}
+
+// buildAddressSpace builds namespace 0, the demo namespace when it is on, the routes to
+// managers and the values of the Server object.
+func (s *Server) buildAddressSpace(managers []nodemgr.Manager) error {
+	if !s.cfg.AddressSpace.DemoNamespace {
+		s.space = addrspace.NewNamespace0()
+	} else {
+		s.space = addrspace.New(addrspace.NamespaceURI0, demo.URI)
+		d, err := demo.New(s.space, s.cfg.AddressSpace, s.events, s.now)
+		if err != nil {
+			return err
+		}
+		s.demo = d
+	}
+	routes, err := routing.New(s.space, managers)
+	if err != nil {
+		return err
+	}
+	s.routes, s.namespaces = routes, routes.Namespaces()
+	return s.initServerObject()
+}
+
+// buildSubscriptions builds the subscription engine from the configuration, has the
+// address space push its writes to it, the event types looked up in the address space,
+// and the diagnostics and the engine follow the session table.
+func (s *Server) buildSubscriptions() {
+	l, c := s.cfg.Limits, s.cfg.Subscriptions
+	s.subs = subscription.New(subscription.Limits{
+		MaxSubscriptions:                 l.MaxSubscriptionCount,
+		MaxSubscriptionsPerSession:       c.MaxSubscriptionsPerSession,
+		MaxPublishRequests:               l.MaxPublishRequestCount,
+		MaxMonitoredItems:                l.MaxMonitoredItemCount,
+		MaxMonitoredItemsPerSubscription: l.MaxMonitoredItemsPerSubscription,
+		MinPublishingInterval:            c.MinPublishingInterval,
+		MaxPublishingInterval:            c.MaxPublishingInterval,
+		MaxKeepAliveCount:                uint32(c.MaxKeepAliveCount),
+		MaxLifetimeCount:                 uint32(c.MaxLifetimeCount),
+		MaxNotificationsPerPublish:       uint32(c.MaxNotificationsPerPublish),
+		MinSamplingInterval:              c.MinSamplingInterval,
+		MaxSamplingInterval:              c.MaxSamplingInterval,
+		MaxQueueSize:                     uint32(c.MaxQueueSize),
+		RetransmissionQueueSize:          c.RetransmissionQueueSize,
+	}, s.now, sampler{s})
+	s.space.OnChange(s.subs.Changed)
+	s.eventTypes = addrspace.NewEventTypes(s.space)
+	s.events.subs, s.events.types = s.subs, s.eventTypes
+	s.eventTypes.Warm(codec.NewNumericNodeId(0, id.EventQueueOverflowEventType))
+	s.eventTypes.Warm(codec.NewNumericNodeId(0, id.SystemEventType))
+	if s.demo != nil {
+		s.eventTypes.Warm(demo.EventTypeID)
+	}
+	// The diagnostics observe the sessions first, so that a session's end is counted
+	// before its subscriptions go.
+	s.diag = diagnostics.New(s.cfg.Observability.DiagnosticsEnabled, s.now, s.subs)
+	s.sessions.Observe(s.diag.SessionChanged)
+	s.sessions.Observe(func(c *session.Change) {
+		if c.Kind == session.Ended {
+			s.subs.SessionEnded(c.Record.SessionID, c.DeleteSubscriptions)
+			s.events.system("Session closed: " + c.Record.SessionID.String())
+		}
+	})
 }
 
 // Endpoints returns the server's EndpointDescriptions. The caller must not modify them.
@@ -239,11 +286,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	simCtx, stopSim := context.WithCancel(ctx)
 	simDone := make(chan struct{})
 	go s.subs.Run(simCtx)
-	if s.cfg.AddressSpace.DemoNamespace {
-		go s.runSimulation(simCtx, simDone)
-	} else {
-		close(simDone)
-	}
+	go func() {
+		defer close(simDone)
+		if s.demo != nil {
+			s.demo.Run(simCtx)
+		}
+	}()
 	registered := s.startRegistration(ctx)
 	err := s.serveChannels(ctx, ln)
 	stopSim()

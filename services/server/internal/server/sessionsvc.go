@@ -94,7 +94,7 @@ func (s *Server) createSession(r pipeline.Request[*conn], m *ua.CreateSessionReq
 		resp.ServerSignature = ua.SignatureData{Algorithm: pol.Info().AsymmetricSignatureURI, Signature: sig}
 	}
 	s.log.Debug("session created", "session", rec.SessionID, "name", m.SessionName, "timeout", timeout)
-	s.systemEvent("Session created: " + rec.SessionID.String())
+	s.events.system("Session created: " + rec.SessionID.String())
 	return resp
 }
 
@@ -155,7 +155,7 @@ func (s *Server) activateSession(r pipeline.Request[*conn], m *ua.ActivateSessio
 	if code != status.Good {
 		return r.Fault(code)
 	}
-	s.systemEvent("Session activated: " + rec.SessionID.String())
+	s.events.system("Session activated: " + rec.SessionID.String())
 	return &ua.ActivateSessionResponse{ResponseHeader: r.ResponseHeader(status.Good), ServerNonce: nonce}
 }
 

@@ -1,10 +1,15 @@
-package server
+// Package demo is the demo namespace (addressSpace.demoNamespace): a scalar and an array
+// variable of every built-in type, methods, a simulated value and its load variables, a
+// setpoint only the Operator role may write, and an event source. Its nodes live in the
+// server's address space, beside namespace 0, at NamespaceArray index 1.
+package demo
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -15,38 +20,38 @@ import (
 	"uastack.dev/services/server/internal/config"
 )
 
-// DemoNamespaceURI is the URI of the demo namespace (addressSpace.demoNamespace). It is
-// index 1 of the NamespaceArray when the demo namespace is on.
-const DemoNamespaceURI = "urn:uastack:demo"
+// URI is the URI of the demo namespace (addressSpace.demoNamespace). It is index 1 of
+// the NamespaceArray when the demo namespace is on.
+const URI = "urn:uastack:demo"
 
-// Demo namespace timing: Simulation/Sine is updated every demoTick and completes a
-// period every demoSinePeriod.
+// Timing: Simulation/Sine is updated every demoTick and completes a period every
+// demoSinePeriod.
 const (
 	demoTick       = 200 * time.Millisecond
 	demoSinePeriod = 10 * time.Second
 )
 
-// demoIndex is the namespace index of the demo nodes: they are mounted in the Space
-// that serves namespace 0, which New creates with the demo URI second.
-const demoIndex = 1
+// Index is the namespace index of the demo nodes: they are mounted in the Space that
+// serves namespace 0, which the server creates with the demo URI second.
+const Index = 1
 
-// demoID returns the NodeId of a demo node: a string identifier in namespace 1, such as
+// ID returns the NodeId of a demo node: a string identifier in namespace 1, such as
 // "Demo.Scalar_Int32".
-func demoID(name string) codec.NodeId { return codec.NewStringNodeId(demoIndex, name) }
+func ID(name string) codec.NodeId { return codec.NewStringNodeId(Index, name) }
 
-// demoSineID is the NodeId of Demo/Simulation/Sine.
-var demoSineID = demoID("Demo.Simulation.Sine")
+// SineID is the NodeId of Demo/Simulation/Sine.
+var SineID = ID("Demo.Simulation.Sine")
 
-// demoSetpointID is the NodeId of Demo/Protected/Setpoint, which only the Operator role
-// may write.
-var demoSetpointID = demoID("Demo.Protected.Setpoint")
+// SetpointID is the NodeId of Demo/Protected/Setpoint, which only the Operator role may
+// write.
+var SetpointID = ID("Demo.Protected.Setpoint")
 
-// demoValues are the initial values of the Scalar_ and Array_ variables, one per
+// Values are the initial values of the Scalar_ and Array_ variables, one per
 // built-in type that makes sense as a Variable value (Part 6 §5.1.2, ids 1 to 21).
-var demoValues = []struct {
-	typ    codec.TypeID
-	scalar codec.Variant
-	array  codec.Variant
+var Values = []struct {
+	Type   codec.TypeID
+	Scalar codec.Variant
+	Array  codec.Variant
 }{
 	{codec.TypeBoolean, codec.BooleanVariant(true), codec.MustVariant([]bool{true, false})},
 	{codec.TypeSByte, codec.SByteVariant(-1), codec.MustVariant([]int8{-1, 1})},
@@ -66,30 +71,30 @@ var demoValues = []struct {
 	{codec.TypeByteString, codec.ByteStringVariant([]byte("ua")), codec.MustVariant([][]byte{[]byte("ua"), []byte("stack")})},
 	{codec.TypeXmlElement, codec.XmlElementVariant("<a/>"), codec.XmlElementArray([]string{"<a/>", "<b/>"})},
 	{codec.TypeNodeId, codec.NodeIdVariant(codec.NewNumericNodeId(0, id.ObjectsFolder)),
-		codec.MustVariant([]codec.NodeId{codec.NewNumericNodeId(0, id.ObjectsFolder), demoID("Demo")})},
+		codec.MustVariant([]codec.NodeId{codec.NewNumericNodeId(0, id.ObjectsFolder), ID("Demo")})},
 	{codec.TypeExpandedNodeId, codec.MustVariant(codec.ExpandedNodeId{NodeId: codec.NewNumericNodeId(0, id.ObjectsFolder)}),
 		codec.MustVariant([]codec.ExpandedNodeId{{NodeId: codec.NewNumericNodeId(0, id.ObjectsFolder)}})},
 	{codec.TypeStatusCode, codec.StatusCodeVariant(status.Good), codec.MustVariant([]status.Code{status.Good, status.BadTypeMismatch})},
-	{codec.TypeQualifiedName, codec.QualifiedNameVariant(codec.QualifiedName{NamespaceIndex: demoIndex, Name: "Demo"}),
-		codec.MustVariant([]codec.QualifiedName{{NamespaceIndex: demoIndex, Name: "Demo"}})},
+	{codec.TypeQualifiedName, codec.QualifiedNameVariant(codec.QualifiedName{NamespaceIndex: Index, Name: "Demo"}),
+		codec.MustVariant([]codec.QualifiedName{{NamespaceIndex: Index, Name: "Demo"}})},
 	{codec.TypeLocalizedText, codec.MustVariant(codec.LocalizedText{Locale: "en", Text: "demo"}),
 		codec.MustVariant([]codec.LocalizedText{{Locale: "en", Text: "demo"}})},
 }
 
-// addDemoNamespace mounts the demo nodes in sp under Objects (Organizes): the folder
+// addNamespace mounts the demo nodes in sp under Objects (Organizes): the folder
 // Demo with a writable Scalar_<Type> and Array_<Type> Variable per built-in type, the
 // Methods Add and Echo, the folder Simulation with the Double Sine, which
-// runSimulation updates, and the folder Protected with the Double Setpoint that only
+// Run updates, and the folder Protected with the Double Setpoint that only
 // the Operator role may write.
-func addDemoNamespace(sp *addrspace.Space) error {
+func addNamespace(sp *addrspace.Space) error {
 	n0 := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
 	qn := func(name string) codec.QualifiedName {
-		return codec.QualifiedName{NamespaceIndex: demoIndex, Name: name}
+		return codec.QualifiedName{NamespaceIndex: Index, Name: name}
 	}
 	lt := func(name string) codec.LocalizedText { return codec.LocalizedText{Text: name} }
 	folder := func(nodeID, name string, parent codec.NodeId) error {
 		return sp.AddNode(addrspace.Node{
-			NodeId: demoID(nodeID), NodeClass: ua.NodeClassObject, BrowseName: qn(name), DisplayName: lt(name),
+			NodeId: ID(nodeID), NodeClass: ua.NodeClassObject, BrowseName: qn(name), DisplayName: lt(name),
 			References: []addrspace.Reference{
 				{ReferenceTypeId: n0(id.Organizes), TargetId: parent, IsForward: false},
 				{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.FolderType), IsForward: true},
@@ -102,7 +107,7 @@ func addDemoNamespace(sp *addrspace.Space) error {
 			dims = []uint32{0}
 		}
 		return sp.AddNode(addrspace.Node{
-			NodeId: demoID(nodeID), NodeClass: ua.NodeClassVariable, BrowseName: qn(name), DisplayName: lt(name),
+			NodeId: ID(nodeID), NodeClass: ua.NodeClassVariable, BrowseName: qn(name), DisplayName: lt(name),
 			DataType: dt, ValueRank: rank, ArrayDimensions: dims, AccessLevel: uint8(access), Value: val,
 			References: []addrspace.Reference{
 				{ReferenceTypeId: n0(id.Organizes), TargetId: parent, IsForward: false},
@@ -110,24 +115,24 @@ func addDemoNamespace(sp *addrspace.Space) error {
 			},
 		})
 	}
-	demo := demoID("Demo")
+	demo := ID("Demo")
 	if err := folder("Demo", "Demo", n0(id.ObjectsFolder)); err != nil {
 		return err
 	}
 	rw := ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeCurrentWrite
-	for _, v := range demoValues {
-		dt := n0(uint32(v.typ))
-		if err := variable("Demo.Scalar_"+v.typ.String(), "Scalar_"+v.typ.String(), demo, dt, -1, rw, v.scalar); err != nil {
+	for _, v := range Values {
+		dt := n0(uint32(v.Type))
+		if err := variable("Demo.Scalar_"+v.Type.String(), "Scalar_"+v.Type.String(), demo, dt, -1, rw, v.Scalar); err != nil {
 			return err
 		}
-		if err := variable("Demo.Array_"+v.typ.String(), "Array_"+v.typ.String(), demo, dt, 1, rw, v.array); err != nil {
+		if err := variable("Demo.Array_"+v.Type.String(), "Array_"+v.Type.String(), demo, dt, 1, rw, v.Array); err != nil {
 			return err
 		}
 	}
 	if err := folder("Demo.Simulation", "Simulation", demo); err != nil {
 		return err
 	}
-	if err := variable("Demo.Simulation.Sine", "Sine", demoID("Demo.Simulation"), n0(id.Double), -1,
+	if err := variable("Demo.Simulation.Sine", "Sine", ID("Demo.Simulation"), n0(id.Double), -1,
 		ua.AccessLevelTypeCurrentRead, codec.DoubleVariant(0)); err != nil {
 		return err
 	}
@@ -137,56 +142,56 @@ func addDemoNamespace(sp *addrspace.Space) error {
 		return err
 	}
 	if err := sp.AddNode(addrspace.Node{
-		NodeId: demoSetpointID, NodeClass: ua.NodeClassVariable, BrowseName: qn("Setpoint"), DisplayName: lt("Setpoint"),
+		NodeId: SetpointID, NodeClass: ua.NodeClassVariable, BrowseName: qn("Setpoint"), DisplayName: lt("Setpoint"),
 		DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(rw), Value: codec.DoubleVariant(0),
 		WriteRoles: []codec.NodeId{n0(id.WellKnownRole_Operator)},
 		References: []addrspace.Reference{
-			{ReferenceTypeId: n0(id.Organizes), TargetId: demoID("Demo.Protected"), IsForward: false},
+			{ReferenceTypeId: n0(id.Organizes), TargetId: ID("Demo.Protected"), IsForward: false},
 			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
 		},
 	}); err != nil {
 		return err
 	}
 	method := func(name string) addrspace.Node {
-		return addrspace.Node{NodeId: demoID("Demo." + name), BrowseName: qn(name), DisplayName: lt(name)}
+		return addrspace.Node{NodeId: ID("Demo." + name), BrowseName: qn(name), DisplayName: lt(name)}
 	}
 	double := func(name string) ua.Argument {
 		return ua.Argument{Name: name, DataType: n0(id.Double), ValueRank: -1, Description: lt(name)}
 	}
-	if err := sp.AddMethod(demo, method("Add"), []ua.Argument{double("a"), double("b")}, []ua.Argument{double("sum")}, demoAdd); err != nil {
+	if err := sp.AddMethod(demo, method("Add"), []ua.Argument{double("a"), double("b")}, []ua.Argument{double("sum")}, add); err != nil {
 		return err
 	}
 	anyArg := func(name string) ua.Argument {
 		return ua.Argument{Name: name, DataType: n0(id.BaseDataType), ValueRank: -2, Description: lt(name)}
 	}
-	return sp.AddMethod(demo, method("Echo"), []ua.Argument{anyArg("value")}, []ua.Argument{anyArg("value")}, demoEcho)
+	return sp.AddMethod(demo, method("Echo"), []ua.Argument{anyArg("value")}, []ua.Argument{anyArg("value")}, echo)
 }
 
-// demoAdd is Demo/Add: a + b for two Doubles.
-func demoAdd(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Variant, status.Code) {
+// add is Demo/Add: a + b for two Doubles.
+func add(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Variant, status.Code) {
 	a, b := math.Float64frombits(in[0].Bits()), math.Float64frombits(in[1].Bits())
 	return []codec.Variant{codec.DoubleVariant(a + b)}, status.Good
 }
 
-// demoEcho is Demo/Echo: it returns its one argument of any type.
-func demoEcho(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Variant, status.Code) {
+// echo is Demo/Echo: it returns its one argument of any type.
+func echo(_ context.Context, _ codec.NodeId, in []codec.Variant) ([]codec.Variant, status.Code) {
 	return []codec.Variant{in[0]}, status.Good
 }
 
-// demoLoadID returns the NodeId of Demo/Simulation/Load/<i> (addressSpace.simulation).
-func demoLoadID(i int) codec.NodeId {
-	return demoID("Demo.Simulation.Load." + strconv.Itoa(i))
+// LoadID returns the NodeId of Demo/Simulation/Load/<i> (addressSpace.simulation).
+func LoadID(i int) codec.NodeId {
+	return ID("Demo.Simulation.Load." + strconv.Itoa(i))
 }
 
-// addDemoLoad adds the folder Demo/Simulation/Load with count Double variables.
-func addDemoLoad(sp *addrspace.Space, count int) error {
+// addLoad adds the folder Demo/Simulation/Load with count Double variables.
+func addLoad(sp *addrspace.Space, count int) error {
 	n0 := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
-	folder := demoID("Demo.Simulation.Load")
+	folder := ID("Demo.Simulation.Load")
 	if err := sp.AddNode(addrspace.Node{
 		NodeId: folder, NodeClass: ua.NodeClassObject,
-		BrowseName: codec.QualifiedName{NamespaceIndex: demoIndex, Name: "Load"}, DisplayName: codec.LocalizedText{Text: "Load"},
+		BrowseName: codec.QualifiedName{NamespaceIndex: Index, Name: "Load"}, DisplayName: codec.LocalizedText{Text: "Load"},
 		References: []addrspace.Reference{
-			{ReferenceTypeId: n0(id.Organizes), TargetId: demoID("Demo.Simulation"), IsForward: false},
+			{ReferenceTypeId: n0(id.Organizes), TargetId: ID("Demo.Simulation"), IsForward: false},
 			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.FolderType), IsForward: true},
 		},
 	}); err != nil {
@@ -195,8 +200,8 @@ func addDemoLoad(sp *addrspace.Space, count int) error {
 	for i := range count {
 		name := strconv.Itoa(i)
 		if err := sp.AddNode(addrspace.Node{
-			NodeId: demoLoadID(i), NodeClass: ua.NodeClassVariable,
-			BrowseName: codec.QualifiedName{NamespaceIndex: demoIndex, Name: name}, DisplayName: codec.LocalizedText{Text: name},
+			NodeId: LoadID(i), NodeClass: ua.NodeClassVariable,
+			BrowseName: codec.QualifiedName{NamespaceIndex: Index, Name: name}, DisplayName: codec.LocalizedText{Text: name},
 			DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(ua.AccessLevelTypeCurrentRead), Value: codec.DoubleVariant(0),
 			References: []addrspace.Reference{
 				{ReferenceTypeId: n0(id.Organizes), TargetId: folder, IsForward: false},
@@ -209,14 +214,13 @@ func addDemoLoad(sp *addrspace.Space, count int) error {
 	return nil
 }
 
-// runSimulation updates Demo/Simulation/Sine every demoTick, and every variable of
+// Run updates Demo/Simulation/Sine every demoTick, and every variable of
 // Demo/Simulation/Load every simulation interval (to the number of that cycle), through
-// SetValue, so that OnChange observers see each change, until ctx ends; then it closes
-// done.
-func (s *Server) runSimulation(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
+// SetValue, so that OnChange observers see each change, and emits the periodic demo
+// events, until ctx ends; then it returns.
+func (d *Demo) Run(ctx context.Context) {
 	eventsDone := make(chan struct{})
-	go s.runDemoEvents(ctx, eventsDone)
+	go d.runEvents(ctx, eventsDone)
 	defer func() { <-eventsDone }()
 	t := time.NewTicker(demoTick)
 	defer t.Stop()
@@ -225,51 +229,65 @@ func (s *Server) runSimulation(ctx context.Context, done chan<- struct{}) {
 		loadTick <-chan time.Time
 		cycle    float64
 	)
-	if sim := s.cfg.AddressSpace.Simulation; sim.Count > 0 {
+	if sim := d.sim; sim.Count > 0 {
 		loadIDs = make([]codec.NodeId, sim.Count)
 		for i := range loadIDs {
-			loadIDs[i] = demoLoadID(i)
+			loadIDs[i] = LoadID(i)
 		}
 		lt := time.NewTicker(sim.Interval)
 		defer lt.Stop()
 		loadTick = lt.C
 	}
-	start := s.now()
+	start := d.now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-loadTick:
 			cycle++
-			ts := codec.DateTimeOf(s.now())
+			ts := codec.DateTimeOf(d.now())
 			dv := codec.DataValue{Value: codec.DoubleVariant(cycle), SourceTimestamp: ts, ServerTimestamp: ts}
 			for _, id := range loadIDs {
-				s.space.SetValue(id, dv)
+				d.space.SetValue(id, dv)
 			}
 			continue
 		case <-t.C:
 		}
-		now := s.now()
+		now := d.now()
 		phase := 2 * math.Pi * float64(now.Sub(start)) / float64(demoSinePeriod)
 		ts := codec.DateTimeOf(now)
-		s.space.SetValue(demoSineID, codec.DataValue{Value: codec.DoubleVariant(math.Sin(phase)), SourceTimestamp: ts, ServerTimestamp: ts})
+		d.space.SetValue(SineID, codec.DataValue{Value: codec.DoubleVariant(math.Sin(phase)), SourceTimestamp: ts, ServerTimestamp: ts})
 	}
 }
 
-// newSpace returns the server's address space: namespace 0, plus the demo namespace
-// mounted in the same Space when it is on, with its load simulation.
-func newSpace(as config.AddressSpace) (*addrspace.Space, error) {
-	if !as.DemoNamespace {
-		return addrspace.NewNamespace0(), nil
+// Demo is the demo namespace of one server: its nodes in the address space, and what
+// changes them while the server runs.
+type Demo struct {
+	space  *addrspace.Space
+	events Events
+	now    func() time.Time
+	sim    config.Simulation
+	// count is the Counter of the last demo event.
+	count atomic.Uint32
+}
+
+// New adds the demo nodes to space (which serves URI at Index), with the load
+// simulation as configures and the event source, whose events go to events.
+func New(space *addrspace.Space, as config.AddressSpace, events Events, now func() time.Time) (*Demo, error) {
+	if ns := space.Namespaces(); len(ns) <= Index || ns[Index] != URI {
+		return nil, fmt.Errorf("demo namespace: the address space serves %q, not %q at index %d", ns, URI, Index)
 	}
-	sp := addrspace.New(addrspace.NamespaceURI0, DemoNamespaceURI)
-	if err := addDemoNamespace(sp); err != nil {
+	d := &Demo{space: space, events: events, now: now, sim: as.Simulation}
+	if err := addNamespace(space); err != nil {
 		return nil, fmt.Errorf("demo namespace: %w", err)
 	}
 	if as.Simulation.Count > 0 {
-		if err := addDemoLoad(sp, as.Simulation.Count); err != nil {
+		if err := addLoad(space, as.Simulation.Count); err != nil {
 			return nil, fmt.Errorf("demo simulation: %w", err)
 		}
 	}
-	return sp, nil
+	if err := d.addEvents(); err != nil {
+		return nil, fmt.Errorf("demo event source: %w", err)
+	}
+	return d, nil
 }
