@@ -1,13 +1,21 @@
-// Package nodemgr is the contract between the server and the node managers that serve its
-// namespaces: namespace 0, the demo namespace, and plugins run under wazero or as
-// separate processes.
+// Package nodemgr is the contract between the server and the node managers that serve
+// its namespaces.
+//
+// Today the server ships one manager, its in-memory address space, which serves namespace
+// 0 and the demo namespace; Go code mounts further managers through the server's
+// options. The contract is shaped for managers that live elsewhere, too: WASM modules run
+// under wazero and plugin processes run under hashicorp/go-plugin, which are not built
+// yet. For them every operation, result and lifecycle call has a binary encoding and a
+// Frame to travel in, and package nodemgrtest is the conformance kit that every manager
+// passes, in-process or behind a boundary.
 //
 // Operations are batched and context-first: the server groups the items of a request by
 // namespace and hands each manager one operation holding its items and a result slot per
-// item. Every result carries its own StatusCode. The operations are plain data built from
-// codec and ua types, so that the same contract can cross a WASM sandbox or a process
-// boundary unchanged: no closures, channels or pointers into server state travel inside
-// them.
+// item. Every result carries its own StatusCode, and a manager sets each result whole
+// (its StatusCode included) rather than relying on the slots being zero. The operations
+// are plain data built from codec and ua types, so that the same contract can cross a
+// WASM sandbox or a process boundary unchanged: no closures, channels or pointers into
+// server state travel inside them.
 //
 // Completion is explicit. A manager fills the results and calls done exactly once: before
 // returning when it answers from memory, or later from any goroutine when it waits on a
@@ -15,7 +23,20 @@
 // method returns, so a manager that waits never holds one. The server may start further
 // operations, on this manager too, from within done (a Browse's targets are described
 // that way), so a manager must not hold its own locks while it calls done, and its
-// methods must return without waiting.
+// methods must return without waiting. When ctx ends (the request timed out or its
+// channel closed) a manager that waits gives up, fills the results it has not got (with
+// BadTimeout, say) and calls done; the server drops results that come too late.
+//
+// Ownership: an operation and everything in it belong to the server. The manager reads
+// the items and writes the results from the call until it calls done, and keeps
+// nothing of the operation afterwards. Results may share memory with the manager's own
+// state (the address space shares array values) only if that memory is never modified
+// afterwards, since the server encodes the results after done.
+//
+// Concurrency: the server calls Read, Write, Browse, Call and Health from many goroutines
+// at once; Watch from one goroutine at a time; Mount, Start and Close once each, alone.
+// The order is Namespaces and Mount when the manager is registered, Start before the
+// server serves, then operations, Watch and Health, and Close when the server stops.
 //
 // Every service goes through this contract, namespace 0 and the demo namespace included:
 // the server routes each item of Read, Write, Call (by ObjectId) and Browse to the
@@ -33,10 +54,17 @@
 // names the references the server adds from nodes of other namespaces to its roots, so
 // that its nodes are reachable from the Objects folder.
 //
-// Optional capabilities are optional interfaces; the server asks for them with a type
-// assertion once, when the manager is registered. For a manager without one, the server
-// answers every item of that service with a Bad StatusCode: BadNotReadable,
-// BadNotWritable, BadNotExecutable, or BadNodeIdUnknown for Browse.
+// Values reach monitored items in one of two ways. The server samples a manager with
+// Reads at each item's sampling interval; or, for a Watcher, it says which (node,
+// attribute) pairs are monitored and how fast, and the manager pushes their changes
+// through the Notifier its Host gives it at Start. Events are always pushed, by a Starter.
+//
+// Optional capabilities are optional interfaces: Reader, Writer, Browser, Caller,
+// Mounter, Starter, Closer, Watcher and HealthReporter (Capabilities names them as
+// bits). The server asks for them with a type assertion once, when the manager is
+// registered. For a manager without an operation's capability, the server answers every
+// item of that service with a Bad StatusCode: BadNotReadable, BadNotWritable,
+// BadNotExecutable, or BadNodeIdUnknown for Browse.
 package nodemgr
 
 import (
