@@ -11,6 +11,7 @@ package routing
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
@@ -32,6 +33,9 @@ type Routes struct {
 	// mounts are the address space's nodes with references added by a Mounter: browsing
 	// them needs the managers to describe the targets.
 	mounts map[codec.NodeId]bool
+	// mounted are the managers in mount order, for Start and Close.
+	mounted   []*mounted
+	closeOnce sync.Once
 }
 
 // New mounts managers after the server's address space: the NamespaceArray is the
@@ -67,6 +71,7 @@ func New(space *addrspace.Space, managers []nodemgr.Manager) (*Routes, error) {
 			indexes = append(indexes, uint16(len(uris)))
 			uris = append(uris, u)
 		}
+		rt.mounted = append(rt.mounted, &mounted{m: m, owner: o, indexes: indexes})
 		if mm, ok := m.(nodemgr.Mounter); ok {
 			mounters = append(mounters, mounter{mm, o, indexes})
 		}

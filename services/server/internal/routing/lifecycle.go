@@ -1,0 +1,200 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"uastack.dev/pkg/nodemgr"
+)
+
+// Pushes is where the values and events node managers push go: the server's subscription
+// engine. Its methods run on the routes' delivery goroutines, one per manager.
+type Pushes interface {
+	// Changed offers a new value of one attribute of one node to its monitored items.
+	Changed(c *nodemgr.DataChange)
+	// Event reports an event of a manager to the event items of its notifiers.
+	Event(ev *nodemgr.Event)
+}
+
+// pushQueue bounds the batches a manager's notifier holds for delivery: beyond it a
+// batch is dropped, so a manager that pushes faster than the engine takes loses values
+// rather than stalls or grows the server's memory.
+const pushQueue = 256
+
+// dropLogInterval is how often a manager's dropped pushes are logged at most.
+const dropLogInterval = time.Minute
+
+// mounted is a manager as the routes start and close it.
+type mounted struct {
+	m       nodemgr.Manager
+	owner   *owner
+	indexes []uint16
+	host    *host // set by Start for a Starter
+}
+
+// Start starts every mounted manager that is a nodemgr.Starter, in mount order, each
+// with a host: its namespace indexes, a logger named for it, the clock, and a notifier
+// whose batches a goroutine of its own hands to pushes. When one fails, the ones started
+// before it are closed and its error is returned, naming it; it is not closed itself
+// (nodemgr.Starter).
+func (r *Routes) Start(ctx context.Context, log *slog.Logger, now func() time.Time, pushes Pushes) error {
+	for i, mt := range r.mounted {
+		s, ok := mt.m.(nodemgr.Starter)
+		if !ok {
+			continue
+		}
+		h := newHost(mt, log, now, pushes)
+		if err := s.Start(ctx, h); err != nil {
+			h.stop()
+			r.closeOnce.Do(func() { _ = r.closeMounted(ctx, r.mounted[:i]) })
+			return fmt.Errorf("node manager %s: start: %w", mt.owner.name, err)
+		}
+		mt.host = h
+	}
+	return nil
+}
+
+// Close closes every mounted nodemgr.Closer, last mounted first, and stops delivering
+// what they push; ctx bounds the wait. It is safe to call more than once: only the first
+// call closes.
+func (r *Routes) Close(ctx context.Context) error {
+	var err error
+	r.closeOnce.Do(func() { err = r.closeMounted(ctx, r.mounted) })
+	return err
+}
+
+func (r *Routes) closeMounted(ctx context.Context, ms []*mounted) error {
+	var errs []error
+	for _, mt := range slices.Backward(ms) {
+		if c, ok := mt.m.(nodemgr.Closer); ok && (mt.host != nil || !isStarter(mt.m)) {
+			if err := c.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("node manager %s: close: %w", mt.owner.name, err))
+			}
+		}
+		if mt.host != nil {
+			mt.host.stop()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isStarter(m nodemgr.Manager) bool { _, ok := m.(nodemgr.Starter); return ok }
+
+// host is the nodemgr.Host of one started manager, and its Notifier.
+type host struct {
+	indexes []uint16
+	log     *slog.Logger
+	now     func() time.Time
+	pushes  Pushes
+
+	queue   chan batch
+	done    chan struct{}
+	stopped sync.WaitGroup // the delivery goroutine
+	closed  atomic.Bool
+	dropped atomic.Uint64
+	logged  atomic.Int64 // when drops were last logged, as Unix nanoseconds
+}
+
+// batch is one call of Changed or Emit, copied.
+type batch struct {
+	changes []nodemgr.DataChange
+	events  []nodemgr.Event
+}
+
+var (
+	_ nodemgr.Host     = (*host)(nil)
+	_ nodemgr.Notifier = (*host)(nil)
+)
+
+func newHost(mt *mounted, log *slog.Logger, now func() time.Time, pushes Pushes) *host {
+	h := &host{indexes: mt.indexes, log: log.With("nodeManager", mt.owner.name), now: now, pushes: pushes,
+		queue: make(chan batch, pushQueue), done: make(chan struct{})}
+	h.stopped.Add(1)
+	go h.deliver()
+	return h
+}
+
+// NamespaceIndexes returns the indexes Mount was given.
+func (h *host) NamespaceIndexes() []uint16 { return h.indexes }
+
+// Logger returns the server's logger, with the manager's name.
+func (h *host) Logger() *slog.Logger { return h.log }
+
+// Now returns the server's time.
+func (h *host) Now() time.Time { return h.now() }
+
+// Notifier returns h.
+func (h *host) Notifier() nodemgr.Notifier { return h }
+
+// Changed queues a copy of changes for delivery (nodemgr.Notifier).
+func (h *host) Changed(changes []nodemgr.DataChange) {
+	if len(changes) > 0 {
+		h.put(batch{changes: slices.Clone(changes)})
+	}
+}
+
+// Emit queues a copy of events for delivery (nodemgr.Notifier).
+func (h *host) Emit(events []nodemgr.Event) {
+	if len(events) > 0 {
+		h.put(batch{events: slices.Clone(events)})
+	}
+}
+
+func (h *host) put(b batch) {
+	if h.closed.Load() {
+		return
+	}
+	select {
+	case h.queue <- b:
+	default:
+		n := h.dropped.Add(1)
+		now := h.now().UnixNano()
+		if last := h.logged.Load(); now-last >= int64(dropLogInterval) && h.logged.CompareAndSwap(last, now) {
+			h.log.Warn("node manager pushes faster than they are delivered: batches dropped", "dropped", n)
+		}
+	}
+}
+
+// deliver hands the queued batches to the pushes until stop.
+func (h *host) deliver() {
+	defer h.stopped.Done()
+	for {
+		select {
+		case b := <-h.queue:
+			for i := range b.changes {
+				h.pushes.Changed(&b.changes[i])
+			}
+			for i := range b.events {
+				h.pushes.Event(&b.events[i])
+			}
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// stop ends the delivery; what is pushed afterwards is ignored.
+func (h *host) stop() {
+	if h.closed.CompareAndSwap(false, true) {
+		close(h.done)
+		h.stopped.Wait()
+	}
+}
+
+// Dropped returns the batches of pushed values and events dropped because a manager's
+// queue was full, over every manager.
+func (r *Routes) Dropped() uint64 {
+	var n uint64
+	for _, mt := range r.mounted {
+		if mt.host != nil {
+			n += mt.host.dropped.Load()
+		}
+	}
+	return n
+}
