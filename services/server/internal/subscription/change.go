@@ -63,6 +63,7 @@ var kindNames = [...]string{
 	ChangeAcknowledged: "Acknowledged", ChangeDropped: "Dropped",
 }
 
+// String names the kind as its constant does, without the prefix ("Sent").
 func (k ChangeKind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]

@@ -29,12 +29,13 @@ func newJournalRig(t *testing.T) *rig {
 	return r
 }
 
-// journalRun is a realistic run of an engine recorded twice: full from the start (the
-// engine empty), mid from the middle (Follow: the state, then the changes). It covers
-// every ChangeKind.
+// journalRun is a realistic run of an engine recorded three times: full from the start
+// (the engine empty), mid and detached from later on (Follow: the state, then the
+// changes). It covers every ChangeKind.
 type journalRun struct {
 	r         *rig
 	full, mid *Journal
+	detached  *Journal     // follows from the moment a's subscriptions are detached
 	a, b      codec.NodeId // the sessions; a ends without deleting its subscriptions
 	kept      uint32       // on b at the end: data and event items, a retransmission queue
 	points    []checkpoint
@@ -50,7 +51,7 @@ const journalOwner = "user:ann"
 
 func runJournal(t *testing.T, observers ...func(Change)) *journalRun {
 	r := newJournalRig(t)
-	run := &journalRun{r: r, full: NewJournal(1 << 20), mid: NewJournal(1 << 20), a: r.ses, b: codec.NewNumericNodeId(1, 2)}
+	run := &journalRun{r: r, full: NewJournal(1 << 20), mid: NewJournal(1 << 20), detached: NewJournal(1 << 20), a: r.ses, b: codec.NewNumericNodeId(1, 2)}
 	for _, fn := range append(observers, run.full.Record) {
 		t.Cleanup(r.e.Observe(fn))
 	}
@@ -169,6 +170,7 @@ func runJournal(t *testing.T, observers ...func(Change)) *journalRun {
 	// Session a ends without deleting its subscriptions; b takes two of them over, the
 	// third runs out its lifetime.
 	r.e.SessionEnded(a, false)
+	t.Cleanup(r.e.Follow(run.detached.Record))
 	check()
 	for _, tr := range r.e.Transfer(b, journalOwner, []uint32{s1, s2}, true) {
 		require.Equal(t, status.Good, tr.StatusCode)
@@ -250,11 +252,14 @@ func TestJournalReplay(t *testing.T) {
 	}
 	require.Equal(t, len(changes), done)
 
-	// The journal that followed from the middle: its Replay ends in the same state.
-	fresh = newJournalRig(t)
-	require.NoError(t, run.mid.Replay(fresh.e))
-	require.Equal(t, want, fresh.e.Snapshot())
-	require.Less(t, run.mid.Len(), run.full.Len())
+	// The journals that followed from the middle, one of them from when the
+	// subscriptions were detached: their Replay ends in the same state.
+	for _, j := range []*Journal{run.mid, run.detached} {
+		fresh = newJournalRig(t)
+		require.NoError(t, j.Replay(fresh.e))
+		require.Equal(t, want, fresh.e.Snapshot())
+		require.Less(t, j.Len(), run.full.Len())
+	}
 
 	// What an engine applies goes to its own observers: a journal of the replay replays
 	// into a third engine with the same state.
