@@ -10,6 +10,13 @@
 // are sampled in one batch per tick through a Sampler. Notification messages live in a
 // per-subscription pool reused once acknowledged, so steady delivery allocates nothing
 // per notification. Events reach the items on EventNotifier attributes through Emit,
-// through each item's EventFilter (select and where clauses, filter.go). See
-// RATIONALE.md.
+// through each item's EventFilter (select and where clauses, filter.go).
+//
+// State and machinery are apart: the state of a subscription (its parameters, its
+// monitored items with their filters and client handles, its next sequence number and
+// its retransmission queue) reads as plain, codec-encodable records (SubscriptionRecord,
+// Snapshot), and every change to it passes through one change stream (Change, Observe,
+// Follow) whose observers run under the engine's lock, in order, before any response
+// that follows from the change leaves. Apply makes a recorded change to another engine,
+// so a stream (a Journal, later the mirror) rebuilds a live copy. See RATIONALE.md.
 package subscription

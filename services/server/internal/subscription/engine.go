@@ -70,6 +70,12 @@ type Engine struct {
 	wake     chan struct{}
 	counters engineCounters // diagnostics.go
 
+	// observers get every change to the state (change.go); lastObserver numbers them.
+	observers    []observer
+	lastObserver uint64
+	// types is the type tree Apply compiles restored EventFilters against.
+	types EventTypes
+
 	// pushNodes is len(byNode), read without the lock so that a write to a node nobody
 	// monitors costs one atomic load.
 	pushNodes atomic.Int64

@@ -41,6 +41,7 @@ func NewEventId() codec.Variant {
 // EventFilter is a checked EventFilter (Part 4 §7.22.3). It is read-only once built and
 // may be shared.
 type EventFilter struct {
+	source  *ua.EventFilter // as the client gave it, copied; the state records keep it
 	types   EventTypes
 	selects []field
 	valid   []bool
@@ -51,9 +52,10 @@ type EventFilter struct {
 // (BadNodeIdUnknown, BadTypeDefinitionInvalid, BadBrowseNameInvalid, ...) and per where
 // element, and is nil when all are good; an invalid select clause only makes its field
 // null. The code is BadEventFilterInvalid for a filter without select clauses or with
-// an invalid where clause.
+// an invalid where clause. The result is built from a copy of f and keeps nothing of f.
 func CompileEventFilter(f *ua.EventFilter, types EventTypes) (*EventFilter, *ua.EventFilterResult, status.Code) {
-	ef := &EventFilter{types: types, selects: make([]field, len(f.SelectClauses)), valid: make([]bool, len(f.SelectClauses))}
+	f = cloneEventFilter(f)
+	ef := &EventFilter{source: f, types: types, selects: make([]field, len(f.SelectClauses)), valid: make([]bool, len(f.SelectClauses))}
 	codes := make([]status.Code, len(f.SelectClauses))
 	selBad := false
 	for i := range f.SelectClauses {

@@ -43,6 +43,7 @@ func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 		return nil, status.BadSubscriptionIdInvalid
 	}
 	res := make([]ua.MonitoredItemCreateResult, len(reqs))
+	var created []ItemRecord // for the observers
 	for i := range reqs {
 		r := &reqs[i]
 		if pre[i] != status.Good {
@@ -62,34 +63,53 @@ func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 		for e.lastItem == 0 || s.items[e.lastItem] != nil {
 			e.lastItem++
 		}
-		interval := e.reviseSampling(r.SamplingInterval, s, r.MinSamplingInterval)
-		q := reviseQueue(r.QueueSize, e.limits.MaxQueueSize)
+		rec := ItemRecord{
+			ID: e.lastItem, ClientHandle: r.ClientHandle, Item: r.Item, Mode: r.Mode,
+			SamplingInterval: e.reviseSampling(r.SamplingInterval, s, r.MinSamplingInterval),
+			QueueSize:        reviseQueue(r.QueueSize, e.limits.MaxQueueSize), DiscardOldest: r.DiscardOldest,
+			Timestamps: ts, Filter: r.Filter, Push: r.Push, MinSamplingInterval: r.MinSamplingInterval,
+		}
 		if r.Events != nil {
-			interval = 0 // event items are not sampled
+			rec.SamplingInterval, rec.Push = 0, false // event items are not sampled
 		}
-		it := &item{
-			id: e.lastItem, sub: s, handle: r.ClientHandle, rv: r.Item, key: r.Item.NodeId,
-			mode: r.Mode, push: r.Push, ts: ts, filter: r.Filter, interval: interval,
-			discardOld: r.DiscardOldest, queue: make([]codec.DataValue, q), nodeMin: r.MinSamplingInterval,
+		it := e.addItemLocked(s, &rec, r.Events, now)
+		if len(e.observers) > 0 {
+			created = append(created, it.record())
 		}
-		it.timer = timer{index: -1, item: it}
-		s.items[it.id] = it
-		e.items++
-		if r.Events != nil {
-			it.events, it.queue, it.push = newEventQueue(r.Events, q), nil, false
-			e.addNotifierLocked(it)
-		}
-		if it.push {
-			e.byNode[it.key] = append(e.byNode[it.key], it)
-			e.pushNodes.Store(int64(len(e.byNode)))
-		}
-		e.startLocked(it, now)
 		res[i] = ua.MonitoredItemCreateResult{
 			StatusCode: status.Good, MonitoredItemId: it.id,
-			RevisedSamplingInterval: durationMs(interval), RevisedQueueSize: q,
+			RevisedSamplingInterval: durationMs(rec.SamplingInterval), RevisedQueueSize: rec.QueueSize,
 		}
 	}
+	if len(created) > 0 {
+		e.notifyLocked(Change{Kind: ChangeItemsCreated, Subscription: s.id, Items: created})
+	}
 	return res, status.Good
+}
+
+// addItemLocked adds the item r describes to s, with ef as its filter when it is an event
+// item, indexes it and schedules its first sample.
+func (e *Engine) addItemLocked(s *Subscription, r *ItemRecord, ef *EventFilter, now time.Time) *item {
+	it := &item{
+		id: r.ID, sub: s, handle: r.ClientHandle, rv: r.Item, key: r.Item.NodeId,
+		mode: r.Mode, push: r.Push, ts: r.Timestamps, filter: r.Filter, interval: r.SamplingInterval,
+		discardOld: r.DiscardOldest, nodeMin: r.MinSamplingInterval, triggers: clip(r.Triggers),
+	}
+	it.timer = timer{index: -1, item: it}
+	s.items[it.id] = it
+	e.items++
+	if ef != nil {
+		it.events, it.push = newEventQueue(ef, r.QueueSize), false
+		e.addNotifierLocked(it)
+	} else {
+		it.queue = make([]codec.DataValue, r.QueueSize)
+	}
+	if it.push {
+		e.byNode[it.key] = append(e.byNode[it.key], it)
+		e.pushNodes.Store(int64(len(e.byNode)))
+	}
+	e.startLocked(it, now)
+	return it
 }
 
 // startLocked schedules the first sample of an item that is not Disabled: at once, so
@@ -123,6 +143,7 @@ func (e *Engine) ModifyItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 		return nil, status.BadSubscriptionIdInvalid
 	}
 	res := make([]ua.MonitoredItemModifyResult, len(reqs))
+	var modified []ItemRecord // for the observers
 	for i := range reqs {
 		r := &reqs[i]
 		it := s.items[r.ID]
@@ -134,29 +155,45 @@ func (e *Engine) ModifyItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 			res[i].StatusCode = pre[i]
 			continue
 		}
-		q := reviseQueue(r.QueueSize, e.limits.MaxQueueSize)
-		if it.events != nil {
-			it.handle, it.ts, it.discardOld = r.ClientHandle, ts, r.DiscardOldest
-			if r.Events != nil {
-				it.events.filter = r.Events
-			}
-			it.events.resize(q)
-			it.n = len(it.events.q)
-			res[i] = ua.MonitoredItemModifyResult{StatusCode: status.Good, RevisedQueueSize: q}
-			continue
+		rec := ItemRecord{ClientHandle: r.ClientHandle, QueueSize: reviseQueue(r.QueueSize, e.limits.MaxQueueSize),
+			DiscardOldest: r.DiscardOldest, Timestamps: ts, Filter: r.Filter}
+		if it.events == nil {
+			rec.SamplingInterval = e.reviseSampling(r.SamplingInterval, s, it.nodeMin)
 		}
-		interval := e.reviseSampling(r.SamplingInterval, s, it.nodeMin)
-		it.handle, it.ts, it.filter, it.discardOld = r.ClientHandle, ts, r.Filter, r.DiscardOldest
-		it.setQueue(q)
-		if interval != it.interval {
-			it.interval = interval
-			if !it.push && it.timer.index >= 0 {
-				e.scheduleLocked(&it.timer, now.Add(interval))
-			}
+		e.modifyItemLocked(it, &rec, r.Events, now)
+		if len(e.observers) > 0 {
+			modified = append(modified, it.record())
 		}
-		res[i] = ua.MonitoredItemModifyResult{StatusCode: status.Good, RevisedSamplingInterval: durationMs(interval), RevisedQueueSize: q}
+		res[i] = ua.MonitoredItemModifyResult{StatusCode: status.Good,
+			RevisedSamplingInterval: durationMs(rec.SamplingInterval), RevisedQueueSize: rec.QueueSize}
+	}
+	if len(modified) > 0 {
+		e.notifyLocked(Change{Kind: ChangeItemsModified, Subscription: s.id, Items: modified})
 	}
 	return res, status.Good
+}
+
+// modifyItemLocked takes ClientHandle, Timestamps, DiscardOldest and QueueSize from r,
+// and for a data item Filter and SamplingInterval; an event item takes ef as its filter
+// unless ef is nil.
+func (e *Engine) modifyItemLocked(it *item, r *ItemRecord, ef *EventFilter, now time.Time) {
+	it.handle, it.ts, it.discardOld = r.ClientHandle, r.Timestamps, r.DiscardOldest
+	if it.events != nil {
+		if ef != nil {
+			it.events.filter = ef
+		}
+		it.events.resize(r.QueueSize)
+		it.n = len(it.events.q)
+		return
+	}
+	it.filter = r.Filter
+	it.setQueue(r.QueueSize)
+	if r.SamplingInterval != it.interval {
+		it.interval = r.SamplingInterval
+		if !it.push && it.timer.index >= 0 {
+			e.scheduleLocked(&it.timer, now.Add(it.interval))
+		}
+	}
 }
 
 // DeleteItems deletes monitored items (Part 4 §5.12.6).
@@ -168,6 +205,7 @@ func (e *Engine) DeleteItems(sessionID codec.NodeId, subID uint32, ids []uint32)
 		return nil, status.BadSubscriptionIdInvalid
 	}
 	res := make([]status.Code, len(ids))
+	var deleted []uint32 // for the observers
 	for i, id := range ids {
 		it := s.items[id]
 		if it == nil {
@@ -175,6 +213,12 @@ func (e *Engine) DeleteItems(sessionID codec.NodeId, subID uint32, ids []uint32)
 			continue
 		}
 		e.removeItemLocked(it)
+		if len(e.observers) > 0 {
+			deleted = append(deleted, id)
+		}
+	}
+	if len(deleted) > 0 {
+		e.notifyLocked(Change{Kind: ChangeItemsDeleted, Subscription: s.id, ItemIDs: deleted})
 	}
 	return res, status.Good
 }
@@ -230,31 +274,44 @@ func (e *Engine) SetMonitoringMode(sessionID codec.NodeId, subID uint32, mode ua
 		return nil, status.BadSubscriptionIdInvalid
 	}
 	res := make([]status.Code, len(ids))
+	var set []uint32 // for the observers
 	for i, id := range ids {
 		it := s.items[id]
 		if it == nil {
 			res[i] = status.BadMonitoredItemIdInvalid
 			continue
 		}
-		old := it.mode
-		it.mode = mode
-		switch {
-		case mode == ua.MonitoringModeDisabled:
-			e.unscheduleLocked(&it.timer)
-			s.undirty(it)
-			it.clearQueue()
-			it.hasLast = false
-		case old == ua.MonitoringModeDisabled:
-			e.startLocked(it, now)
-		case mode == ua.MonitoringModeSampling:
-			if !it.triggered {
-				s.undirty(it)
-			}
-		case it.n > 0:
-			s.markDirty(it)
+		e.setModeLocked(it, mode, now)
+		if len(e.observers) > 0 {
+			set = append(set, id)
 		}
 	}
+	if len(set) > 0 {
+		e.notifyLocked(Change{Kind: ChangeMonitoringMode, Subscription: s.id, Mode: mode, ItemIDs: set})
+	}
 	return res, status.Good
+}
+
+// setModeLocked sets the monitoring mode of it.
+func (e *Engine) setModeLocked(it *item, mode ua.MonitoringMode, now time.Time) {
+	s := it.sub
+	old := it.mode
+	it.mode = mode
+	switch {
+	case mode == ua.MonitoringModeDisabled:
+		e.unscheduleLocked(&it.timer)
+		s.undirty(it)
+		it.clearQueue()
+		it.hasLast = false
+	case old == ua.MonitoringModeDisabled:
+		e.startLocked(it, now)
+	case mode == ua.MonitoringModeSampling:
+		if !it.triggered {
+			s.undirty(it)
+		}
+	case it.n > 0:
+		s.markDirty(it)
+	}
 }
 
 // SetTriggering adds and removes triggering links of a monitored item (Part 4
@@ -288,6 +345,13 @@ func (e *Engine) SetTriggering(sessionID codec.NodeId, subID, trigger uint32, ad
 		if !slices.Contains(t.triggers, id) {
 			t.triggers = append(t.triggers, id)
 		}
+	}
+	if len(e.observers) > 0 {
+		links := t.triggers
+		if len(links) == 0 {
+			links = nil // as it decodes
+		}
+		e.notifyLocked(Change{Kind: ChangeTriggering, Subscription: s.id, Trigger: trigger, Links: links})
 	}
 	return addRes, rem, status.Good
 }

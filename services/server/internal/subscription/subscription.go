@@ -138,6 +138,10 @@ func (e *Engine) Create(sessionID codec.NodeId, owner string, p Params, enabled 
 	e.counters.cumulatedSubscriptions++
 	ss.subs = append(ss.subs, s)
 	e.scheduleLocked(&s.timer, now.Add(iv))
+	if len(e.observers) > 0 {
+		r := s.recordLocked(false)
+		e.notifyLocked(Change{Kind: ChangeCreated, Subscription: s.id, Record: &r})
+	}
 	return s.id, Revised{durationMs(iv), life, keep}, status.Good
 }
 
@@ -167,6 +171,9 @@ func (e *Engine) Modify(sessionID codec.NodeId, id uint32, p Params) (Revised, s
 		s.interval = iv
 		e.scheduleLocked(&s.timer, now.Add(iv))
 	}
+	if len(e.observers) > 0 {
+		e.notifyLocked(Change{Kind: ChangeModified, Subscription: s.id, Settings: s.settings()})
+	}
 	return Revised{durationMs(iv), life, keep}, status.Good
 }
 
@@ -187,6 +194,9 @@ func (e *Engine) SetPublishingMode(sessionID codec.NodeId, enabled bool, ids []u
 			s.counters.disable++
 		}
 		s.enabled = enabled
+		if len(e.observers) > 0 {
+			e.notifyLocked(Change{Kind: ChangePublishingMode, Subscription: s.id, Enabled: enabled})
+		}
 	}
 	return res
 }
@@ -203,7 +213,7 @@ func (e *Engine) Delete(sessionID codec.NodeId, ids []uint32) []status.Code {
 			res[i] = status.BadSubscriptionIdInvalid
 			continue
 		}
-		e.deleteLocked(s)
+		e.endLocked(s, status.Good)
 	}
 	var out []outgoing
 	if ss := e.sessions[sessionID]; ss != nil {
@@ -226,6 +236,14 @@ func (e *Engine) noSubscriptionLocked(ss *session, out []outgoing) []outgoing {
 	clear(ss.queue)
 	ss.queue = ss.queue[:0]
 	return out
+}
+
+// endLocked deletes s and tells the observers why (see ChangeDeleted).
+func (e *Engine) endLocked(s *Subscription, why status.Code) {
+	e.deleteLocked(s)
+	if len(e.observers) > 0 {
+		e.notifyLocked(Change{Kind: ChangeDeleted, Subscription: s.id, Status: why})
+	}
 }
 
 // deleteLocked removes s, its timer and its items.
@@ -261,9 +279,12 @@ func (e *Engine) SessionEnded(sessionID codec.NodeId, deleteSubscriptions bool) 
 	delete(e.sessions, sessionID)
 	for _, s := range slices.Clone(ss.subs) {
 		if deleteSubscriptions {
-			e.deleteLocked(s)
-		} else {
-			s.session = nil
+			e.endLocked(s, status.BadSessionClosed)
+			continue
+		}
+		s.session = nil
+		if len(e.observers) > 0 {
+			e.notifyLocked(Change{Kind: ChangeDetached, Subscription: s.id})
 		}
 	}
 	ss.subs = nil
@@ -301,6 +322,9 @@ func (e *Engine) Publish(sessionID codec.NodeId, acks []ua.SubscriptionAcknowled
 			continue
 		}
 		results[i] = s.ack(a.SequenceNumber)
+		if results[i] == status.Good && len(e.observers) > 0 {
+			e.notifyLocked(Change{Kind: ChangeAcknowledged, Subscription: s.id, Sequence: a.SequenceNumber})
+		}
 	}
 	switch {
 	case ss == nil || (len(ss.subs) == 0 && len(ss.statuses) == 0):
@@ -440,7 +464,7 @@ func (e *Engine) tickLocked(s *Subscription, now time.Time, out []outgoing) []ou
 // and its session, if any, gets a StatusChangeNotification BadTimeout.
 func (e *Engine) expireLocked(s *Subscription, now time.Time, out []outgoing) []outgoing {
 	ss, seq := s.session, s.seq
-	e.deleteLocked(s)
+	e.endLocked(s, status.BadTimeout)
 	if ss == nil {
 		return out
 	}
@@ -522,10 +546,7 @@ func (e *Engine) buildLocked(s *Subscription, now time.Time) *message {
 	s.dirty = s.dirty[:n]
 	s.more = n > 0
 	m.seq = s.seq
-	s.seq++
-	if s.seq == 0 {
-		s.seq = 1 // sequence numbers skip 0 when they wrap (Part 4 §7.21)
-	}
+	s.seq = nextSequence(s.seq)
 	m.publishTime = codec.DateTimeOf(now)
 	m.dcn.MonitoredItems = m.items
 	s.counters.dataChangeNotifications += uint32(len(m.items))
@@ -540,12 +561,20 @@ func (e *Engine) buildLocked(s *Subscription, now time.Time) *message {
 		m.data[m.ndata] = codec.ExtensionObject{Value: &m.enl}
 		m.ndata++
 	}
-	if len(s.retrans) >= max(e.limits.RetransmissionQueueSize, 1) {
-		s.releaseMessage(s.retrans[0])
+	// A loop, not an if: a queue restored by Apply may hold more than this engine keeps.
+	for len(s.retrans) >= max(e.limits.RetransmissionQueueSize, 1) {
+		old := s.retrans[0]
 		s.retrans = slices.Delete(s.retrans, 0, 1)
 		s.counters.discardedMessages++
+		if len(e.observers) > 0 {
+			e.notifyLocked(Change{Kind: ChangeDropped, Subscription: s.id, Sequence: old.seq})
+		}
+		s.releaseMessage(old)
 	}
 	s.retrans = append(s.retrans, m)
+	if len(e.observers) > 0 {
+		e.notifyLocked(Change{Kind: ChangeSent, Subscription: s.id, Message: m.notification()})
+	}
 	return m
 }
 
@@ -658,6 +687,9 @@ func (e *Engine) Transfer(to codec.NodeId, owner string, ids []uint32, sendIniti
 			s.session = dst
 			dst.subs = append(dst.subs, s)
 			s.counters.transferredSameClient++
+			if len(e.observers) > 0 {
+				e.notifyLocked(Change{Kind: ChangeTransferred, Subscription: s.id, Session: dst.id, Owner: s.owner})
+			}
 		}
 		s.life = s.lifetime
 		if sendInitialValues {
