@@ -178,7 +178,6 @@ func SelectEndpoint(eps []ua.EndpointDescription, policyURI string, mode ua.Mess
 	return *best, nil
 }
 
-
 // sameSecurity reports whether two endpoint lists offer the same (policy, mode)
 // pairs: Part 4 §5.6.2 asks a client to compare CreateSession's
 // ServerEndpoints with what discovery returned, which detects a downgrade of the

@@ -86,7 +86,7 @@ type Manager interface {
 type Principal struct {
 	// SessionID is the server-assigned NodeId of the session.
 	SessionID codec.NodeId
-	// Anonymous, UserName and Certificate tell how the user authenticated; UserName and
+	// Anonymous, UserName and Thumbprint tell how the user authenticated; UserName and
 	// Thumbprint name the user where they apply.
 	Anonymous  bool
 	UserName   string

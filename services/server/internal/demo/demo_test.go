@@ -10,9 +10,11 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/nodemgr/nodemgrtest"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
+	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
 )
@@ -97,4 +99,29 @@ func TestDemo(t *testing.T) {
 	space.Read(context.Background(), op, func() {})
 	require.Equal(t, status.Good, op.Results[0].Status)
 	require.Positive(t, op.Results[0].Value.Value().(float64), "a load variable counts its cycles")
+}
+
+// TestConformance: the server's address space with the demo namespace passes the
+// node-manager conformance kit, as every node manager must.
+func TestConformance(t *testing.T) {
+	nodemgrtest.Run(t, nodemgrtest.Fixture{
+		New: func(t testing.TB) nodemgr.Manager {
+			space := addrspace.New(addrspace.NamespaceURI0, URI)
+			if _, err := New(space, config.AddressSpace{}, &sink{}, time.Now); err != nil {
+				t.Fatal(err)
+			}
+			return space
+		},
+		NamespaceIndexes: []uint16{0, Index},
+		Capabilities:     nodemgr.CapRead | nodemgr.CapWrite | nodemgr.CapBrowse | nodemgr.CapCall,
+		Principal:        nodemgr.Principal{Anonymous: true},
+		Readable:         codec.NewNumericNodeId(0, id.Server_ServerStatus_State),
+		Writable:         ID("Demo.Scalar_Double"),
+		WriteValue:       codec.DoubleVariant(21.5),
+		NotWritable:      SineID,
+		Browsable:        ID("Demo"),
+		Unknown:          ID("Demo.NoSuchNode"),
+		Call: &ua.CallMethodRequest{ObjectId: ID("Demo"), MethodId: ID("Demo.Add"),
+			InputArguments: []codec.Variant{codec.DoubleVariant(1), codec.DoubleVariant(2)}},
+	})
 }

@@ -41,6 +41,8 @@ type Diagnostics struct {
 	sessionAborts            atomic.Uint32 // sessions dropped on an error (a CreateSession that failed after the session was made)
 	securityRejectedRequests atomic.Uint32
 	rejectedRequests         atomic.Uint32
+	currentSubscriptions     atomic.Int64
+	cumulatedSubscriptions   atomic.Uint32
 
 	// mu guards sessions, byToken, every sessionDiag's unsynchronised fields and snap.
 	// It is a leaf but for Engine.Diagnostics: the session table calls in holding its
@@ -172,6 +174,19 @@ func (d *Diagnostics) SessionChanged(c *session.Change) {
 	}
 }
 
+// SubscriptionChanged follows the subscription engine's change stream
+// (subscription.Engine.Observe): it counts subscriptions. The engine calls it holding its
+// lock.
+func (d *Diagnostics) SubscriptionChanged(c subscription.Change) {
+	switch c.Kind {
+	case subscription.ChangeCreated:
+		d.currentSubscriptions.Add(1)
+		d.cumulatedSubscriptions.Add(1)
+	case subscription.ChangeDeleted:
+		d.currentSubscriptions.Add(-1)
+	}
+}
+
 // activated records who the session now runs as and over which channel
 // (SessionSecurityDiagnosticsDataType, Part 5 §12.11).
 func (sd *sessionDiag) activated(r *session.Record) {
@@ -246,8 +261,8 @@ func (d *Diagnostics) buildLocked(now time.Time) *snapshot {
 			RejectedSessionCount:          d.rejectedSessions.Load(),
 			SessionTimeoutCount:           d.sessionTimeouts.Load(),
 			SessionAbortCount:             d.sessionAborts.Load(),
-			CurrentSubscriptionCount:      e.CurrentSubscriptions,
-			CumulatedSubscriptionCount:    e.CumulatedSubscriptions,
+			CurrentSubscriptionCount:      uint32(max(d.currentSubscriptions.Load(), 0)),
+			CumulatedSubscriptionCount:    d.cumulatedSubscriptions.Load(),
 			PublishingIntervalCount:       e.PublishingIntervals,
 			SecurityRejectedRequestsCount: d.securityRejectedRequests.Load(),
 			RejectedRequestsCount:         d.rejectedRequests.Load(),

@@ -1,14 +1,18 @@
 package server
 
 import (
+	"slices"
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/demo"
+	"uastack.dev/services/server/internal/routing"
 	"uastack.dev/services/server/internal/subscription"
 )
 
@@ -42,7 +46,10 @@ type events struct {
 	now   func() time.Time
 }
 
-var _ demo.Events = (*events)(nil)
+var (
+	_ demo.Events    = (*events)(nil)
+	_ routing.Pushes = (*events)(nil)
+)
 
 // Listening reports whether any client monitors events.
 func (e *events) Listening() bool { return e.subs.Listening() }
@@ -66,6 +73,44 @@ func (e *events) Emit(typ, source codec.NodeId, sourceName string, severity uint
 	}
 	e.types.Warm(typ)
 	e.subs.Emit(ev, notifiers...)
+}
+
+// Changed offers a value a node manager pushed to the monitored items of its node
+// (routing.Pushes): only a Value reaches them.
+func (e *events) Changed(c *nodemgr.DataChange) {
+	if c.AttributeId == uint32(attr.Value) {
+		e.subs.Changed(c.NodeId, &c.Value)
+	}
+}
+
+// Event reports an event a node manager pushed (routing.Pushes) on its notifiers and the
+// Server object, with the fields the manager left out filled in (nodemgr.Event).
+func (e *events) Event(ev *nodemgr.Event) {
+	if !e.Listening() {
+		return
+	}
+	now := codec.DateTimeVariant(codec.DateTimeOf(e.now()))
+	out := &subscription.Event{Type: ev.EventType, Fields: make(map[string]codec.Variant, len(ev.Fields)+5)}
+	for _, f := range ev.Fields {
+		out.Fields[subscription.FieldKey(f.BrowsePath...)] = f.Value
+	}
+	defaults := [...]struct {
+		key string
+		val codec.Variant
+	}{
+		{subscription.KeyEventId, subscription.NewEventId()},
+		{subscription.KeyEventType, codec.NodeIdVariant(ev.EventType)},
+		{subscription.KeySourceNode, codec.NodeIdVariant(ev.SourceNode)},
+		{subscription.KeyTime, now},
+		{subscription.KeyReceiveTime, now},
+	}
+	for _, d := range defaults {
+		if _, ok := out.Fields[d.key]; !ok {
+			out.Fields[d.key] = d.val
+		}
+	}
+	e.types.Warm(ev.EventType)
+	e.subs.Emit(out, append(slices.Clone(ev.Notifiers), serverID)...)
 }
 
 // system reports something the server did as a SystemEventType event of the Server

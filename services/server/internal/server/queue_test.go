@@ -85,6 +85,13 @@ type pipelineServer struct {
 // and activates an anonymous session on it. configure may change the configuration.
 func startPipeline(t testing.TB, m nodemgr.Manager, configure func(*config.Config)) *pipelineServer {
 	t.Helper()
+	return startPipelineWith(t, m, Options{}, configure)
+}
+
+// startPipelineWith is startPipeline with Options opts, m (when not nil) added to its
+// Managers; without m, the manager of testNamespaceURI comes from the configuration.
+func startPipelineWith(t testing.TB, m nodemgr.Manager, opts Options, configure func(*config.Config)) *pipelineServer {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Endpoint.Hostnames = []string{"127.0.0.1", "localhost"}
 	cfg.Application.ApplicationURI = "urn:127.0.0.1:uastack:pipelinetest"
@@ -97,7 +104,13 @@ func startPipeline(t testing.TB, m nodemgr.Manager, configure func(*config.Confi
 	cfg.Endpoint.ListenAddress = ln.Addr().String()
 	cfg.Endpoint.EndpointURL = "opc.tcp://" + ln.Addr().String()
 	require.NoError(t, cfg.Validate())
-	srv, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Managers: []nodemgr.Manager{m}})
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	uri := testNamespaceURI
+	if m != nil {
+		opts.Managers = append(opts.Managers, m)
+		uri = m.Namespaces()[0]
+	}
+	srv, err := New(cfg, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -144,7 +157,7 @@ func startPipeline(t testing.TB, m nodemgr.Manager, configure func(*config.Confi
 
 	ns := -1
 	for i, u := range srv.namespaces {
-		if u == m.Namespaces()[0] {
+		if u == uri {
 			ns = i
 		}
 	}

@@ -200,12 +200,31 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("secure channel server: %w", err)
 	}
+	// Last, so that nothing after it can fail with managers running.
+	startCtx, cancel := context.WithTimeout(context.Background(), managerTimeout)
+	defer cancel()
+	if err := s.routes.Start(startCtx, log, now, s.events); err != nil {
+		return nil, err
+	}
 	s.stopTrust = p.OnTrustChange(func() {
 		if n := s.channels.Revalidate(validate); n > 0 {
 			log.Info("trust list changed; closed channels", "count", n)
 		}
 	})
 	return s, nil
+}
+
+// managerTimeout bounds how long the server waits for the node managers to start, and to
+// close when it stops.
+const managerTimeout = 30 * time.Second
+
+// closeManagers closes the node managers, within managerTimeout.
+func (s *Server) closeManagers() {
+	ctx, cancel := context.WithTimeout(context.Background(), managerTimeout)
+	defer cancel()
+	if err := s.routes.Close(ctx); err != nil {
+		s.log.Warn("node managers", "err", err)
+	}
 }
 
 // buildAddressSpace builds namespace 0, the demo namespace when it is on, the routes to
@@ -252,6 +271,7 @@ func (s *Server) buildSubscriptions() {
 	}, s.now, sampler{s})
 	s.space.OnChange(s.subs.Changed)
 	s.eventTypes = addrspace.NewEventTypes(s.space)
+	s.subs.SetEventTypes(s.eventTypes)
 	s.events.subs, s.events.types = s.subs, s.eventTypes
 	s.eventTypes.Warm(codec.NewNumericNodeId(0, id.EventQueueOverflowEventType))
 	s.eventTypes.Warm(codec.NewNumericNodeId(0, id.SystemEventType))
@@ -261,6 +281,7 @@ func (s *Server) buildSubscriptions() {
 	// The diagnostics observe the sessions first, so that a session's end is counted
 	// before its subscriptions go.
 	s.diag = diagnostics.New(s.cfg.Observability.DiagnosticsEnabled, s.now, s.subs)
+	s.subs.Observe(s.diag.SubscriptionChanged)
 	s.sessions.Observe(s.diag.SessionChanged)
 	s.sessions.Observe(func(c *session.Change) {
 		if c.Kind == session.Ended {
@@ -298,6 +319,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	<-simDone
 	<-registered
 	s.pipe.Close()
+	s.closeManagers()
 	s.sessions.Stop()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)) {
 		return nil
@@ -310,6 +332,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.closeManagers()
 		s.sessions.Stop()
 		s.stopTrust()
 		err = s.pki.Close()

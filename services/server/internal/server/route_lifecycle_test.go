@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/attr"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/routing"
+)
+
+// pushingManager is a slowManager that is started with a host, pushes through it, and
+// counts its Close.
+type pushingManager struct {
+	slowManager
+	host   atomic.Pointer[nodemgr.Host]
+	closed atomic.Int32
+}
+
+func (m *pushingManager) Start(_ context.Context, h nodemgr.Host) error {
+	m.host.Store(&h)
+	return nil
+}
+
+func (m *pushingManager) Close(context.Context) error {
+	m.closed.Add(1)
+	return nil
+}
+
+// TestManagerLifecycle: a node manager named in the configuration is provisioned by its
+// kind, mounted, started with a host that knows its namespace index, and the events it
+// pushes reach an event item on the Server object; when the server stops it is closed
+// once.
+func TestManagerLifecycle(t *testing.T) {
+	t.Parallel()
+	m := &pushingManager{}
+	kind := routing.Kind{Type: config.NodeManagerBuiltin, Provision: func(nm config.NodeManager) (nodemgr.Manager, error) {
+		require.Equal(t, "slow", nm.Name)
+		return m, nil
+	}}
+	var srv *Server
+	// Registered first, so it runs after startPipeline's cleanup has stopped the server.
+	t.Cleanup(func() {
+		require.Equal(t, int32(1), m.closed.Load(), "closed once when the server stopped")
+		require.NoError(t, srv.Close())
+		require.Equal(t, int32(1), m.closed.Load(), "Close after Serve does not close again")
+	})
+	func() {
+		ps := startPipelineWith(t, nil, Options{Kinds: []routing.Kind{kind}}, func(c *config.Config) {
+			c.AddressSpace.NodeManagers = []config.NodeManager{{Name: "slow", Type: config.NodeManagerBuiltin, NamespaceURI: testNamespaceURI}}
+		})
+		srv = ps.srv
+		hp := m.host.Load()
+		require.NotNil(t, hp, "started before serving")
+		host := *hp
+		require.Equal(t, []uint16{ps.slowNS}, host.NamespaceIndexes())
+		resp, err := ps.read(context.Background(), ps.slowNS, 1, 0)
+		requireReadGood(t, resp, err)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h := ua.RequestHeader{AuthenticationToken: ps.token}
+		resp, err = ps.ch.Request(ctx, &ua.CreateSubscriptionRequest{RequestHeader: h, RequestedPublishingInterval: 50,
+			RequestedLifetimeCount: 1000, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true})
+		require.NoError(t, err)
+		sub := resp.(*ua.CreateSubscriptionResponse).SubscriptionId
+		message := ua.SimpleAttributeOperand{TypeDefinitionId: codec.NewNumericNodeId(0, id.BaseEventType),
+			BrowsePath: []codec.QualifiedName{{Name: "Message"}}, AttributeId: uint32(attr.Value)}
+		resp, err = ps.ch.Request(ctx, &ua.CreateMonitoredItemsRequest{RequestHeader: h, SubscriptionId: sub,
+			TimestampsToReturn: ua.TimestampsToReturnNeither, ItemsToCreate: []ua.MonitoredItemCreateRequest{{
+				ItemToMonitor:       ua.ReadValueId{NodeId: serverID, AttributeId: uint32(attr.EventNotifier)},
+				MonitoringMode:      ua.MonitoringModeReporting,
+				RequestedParameters: ua.MonitoringParameters{ClientHandle: 9, QueueSize: 10, Filter: codec.NewExtensionObject(&ua.EventFilter{SelectClauses: []ua.SimpleAttributeOperand{message}})},
+			}}})
+		require.NoError(t, err)
+		require.Equal(t, status.Good, resp.(*ua.CreateMonitoredItemsResponse).Results[0].StatusCode)
+
+		source := codec.NewNumericNodeId(ps.slowNS, 1)
+		host.Notifier().Emit([]nodemgr.Event{{EventType: codec.NewNumericNodeId(0, id.BaseEventType), SourceNode: source,
+			Fields: []nodemgr.EventField{{BrowsePath: []codec.QualifiedName{{Name: "Message"}}, Value: codec.MustVariant(codec.LocalizedText{Text: "from the device"})}}}})
+		for {
+			resp, err = ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: h})
+			require.NoError(t, err)
+			var got []ua.EventFieldList
+			for _, x := range resp.(*ua.PublishResponse).NotificationMessage.NotificationData {
+				if l, ok := x.Value.(*ua.EventNotificationList); ok {
+					got = append(got, l.Events...)
+				}
+			}
+			if len(got) > 0 {
+				require.Equal(t, uint32(9), got[0].ClientHandle)
+				require.Equal(t, "from the device", got[0].EventFields[0].Value().(codec.LocalizedText).Text)
+				break
+			}
+		}
+		require.Zero(t, m.closed.Load(), "not closed while serving")
+	}()
+}
