@@ -239,6 +239,15 @@ func (s *Space) SetValueFunc(id codec.NodeId, fn ValueFunc) bool {
 	return true
 }
 
+// Computed reports whether the Value of id comes from a ValueFunc. Such values change
+// without a write, so OnChange never reports them and monitored items sample them.
+func (s *Space) Computed(id codec.NodeId) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.entries.get(id)
+	return e != nil && e.source != nil
+}
+
 // AddReference adds a reference from source to r.TargetId, and its inverse on the target.
 // Either end may be a node of namespace 0, a node added with AddNode, or (for the
 // target) a node of another manager.

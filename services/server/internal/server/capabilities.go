@@ -52,7 +52,8 @@ func (s *Server) initCapabilities() error {
 		{id.Server_ServerCapabilities_MaxSubscriptionsPerSession, u32(sub.MaxSubscriptionsPerSession)},
 		{id.Server_ServerCapabilities_MaxMonitoredItemsPerSubscription, u32(l.MaxMonitoredItemsPerSubscription)},
 		{id.Server_ServerCapabilities_MaxMonitoredItemsQueueSize, u32(sub.MaxQueueSize)},
-		// No event filters yet, so no clause parameters.
+		// Event filters take any number of select clauses and where-clause elements within
+		// the encoding limits (encoding.maxArrayLength): no limit of their own.
 		{id.Server_ServerCapabilities_MaxSelectClauseParameters, u32(0)},
 		{id.Server_ServerCapabilities_MaxWhereClauseParameters, u32(0)},
 
