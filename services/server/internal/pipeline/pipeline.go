@@ -163,9 +163,11 @@ func (p *Pipeline[C]) Handle(ctx context.Context, req uasc.Request, conn C, ch *
 	}
 	switch {
 	case row.Worker:
+		// A copy for the job: r itself stays on the stack for the inline paths.
+		wr := r
 		p.enqueue(ctx, req, *h, Owner{Channel: req.Channel.ID()}, 1, StageSession, func(pd *Pending) {
-			r.Ctx = pd.Ctx
-			pd.Answer(row.Answer(r))
+			wr.Ctx = pd.Ctx
+			pd.Answer(row.Answer(wr))
 		})
 	case row.Answer != nil:
 		p.Respond(req, row.Answer(r))

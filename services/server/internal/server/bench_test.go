@@ -502,3 +502,26 @@ func TestStartToListening(t *testing.T) {
 	t.Logf("first start (creates the PKI and key): %v; later starts: %v; median %v", first, starts, median)
 	require.Less(t, median, 300*time.Millisecond, "start to listening, median of %v", starts)
 }
+
+// TestInlineReadAllocatesNothing: a Read of the address space answered on the channel's
+// goroutine, decoded into the recycled request, allocates nothing on the server's side,
+// with the diagnostics on and off: dispatch, session check, read and response.
+func TestInlineReadAllocatesNothing(t *testing.T) {
+	for _, diag := range []bool{true, false} {
+		bs := newBenchSessionWith(t, func(c *config.Config) { c.Observability.DiagnosticsEnabled = diag })
+		body := encodeBody(t, &ua.ReadRequest{
+			RequestHeader:      ua.RequestHeader{AuthenticationToken: bs.token, RequestHandle: 7},
+			TimestampsToReturn: ua.TimestampsToReturnBoth,
+			NodesToRead:        readValues(ns0StatusNodes, 4),
+		})
+		ctx := context.Background()
+		d := codec.NewDecoder(nil)
+		d.CacheNodeIds(512)
+		bs.serve(t, ctx, d, body) // warm
+		allocs := testing.AllocsPerRun(200, func() { bs.serve(t, ctx, d, body) })
+		require.Zero(t, allocs, "diagnostics %v", diag)
+		rr, ok := bs.conn.lastResponse(t).(*ua.ReadResponse)
+		require.True(t, ok)
+		require.Len(t, rr.Results, 4)
+	}
+}
