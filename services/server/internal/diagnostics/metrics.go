@@ -6,9 +6,11 @@ import (
 	"runtime"
 )
 
-// Metric is one sample in the Prometheus text format: a gauge or a counter.
+// Metric is one sample in the Prometheus text format: a gauge or a counter. Samples of
+// one name with different Labels (`stage="session"`) follow each other.
 type Metric struct {
 	Name, Kind, Help string
+	Labels           string
 	Value            float64
 }
 
@@ -21,24 +23,33 @@ func (d *Diagnostics) WriteMetrics(w io.Writer, more ...Metric) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	metrics := []Metric{
-		{"uastack_sessions", "gauge", "Sessions open.", float64(sum.CurrentSessionCount)},
-		{"uastack_sessions_created_total", "counter", "Sessions created.", float64(sum.CumulatedSessionCount)},
-		{"uastack_sessions_rejected_total", "counter", "CreateSession and ActivateSession requests refused.", float64(sum.RejectedSessionCount)},
-		{"uastack_sessions_security_rejected_total", "counter", "Sessions refused for a security reason.", float64(sum.SecurityRejectedSessionCount)},
-		{"uastack_sessions_timed_out_total", "counter", "Sessions ended by their timeout.", float64(sum.SessionTimeoutCount)},
-		{"uastack_subscriptions", "gauge", "Subscriptions alive.", float64(sum.CurrentSubscriptionCount)},
-		{"uastack_subscriptions_created_total", "counter", "Subscriptions created.", float64(sum.CumulatedSubscriptionCount)},
-		{"uastack_requests_rejected_total", "counter", "Requests answered with a ServiceFault.", float64(sum.RejectedRequestsCount)},
-		{"uastack_requests_security_rejected_total", "counter", "Requests refused for a security reason.", float64(sum.SecurityRejectedRequestsCount)},
+		{Name: "uastack_sessions", Kind: "gauge", Help: "Sessions open.", Value: float64(sum.CurrentSessionCount)},
+		{Name: "uastack_sessions_created_total", Kind: "counter", Help: "Sessions created.", Value: float64(sum.CumulatedSessionCount)},
+		{Name: "uastack_sessions_rejected_total", Kind: "counter", Help: "CreateSession and ActivateSession requests refused.", Value: float64(sum.RejectedSessionCount)},
+		{Name: "uastack_sessions_security_rejected_total", Kind: "counter", Help: "Sessions refused for a security reason.", Value: float64(sum.SecurityRejectedSessionCount)},
+		{Name: "uastack_sessions_timed_out_total", Kind: "counter", Help: "Sessions ended by their timeout.", Value: float64(sum.SessionTimeoutCount)},
+		{Name: "uastack_subscriptions", Kind: "gauge", Help: "Subscriptions alive.", Value: float64(sum.CurrentSubscriptionCount)},
+		{Name: "uastack_subscriptions_created_total", Kind: "counter", Help: "Subscriptions created.", Value: float64(sum.CumulatedSubscriptionCount)},
+		{Name: "uastack_requests_rejected_total", Kind: "counter", Help: "Requests answered with a ServiceFault.", Value: float64(sum.RejectedRequestsCount)},
+		{Name: "uastack_requests_security_rejected_total", Kind: "counter", Help: "Requests refused for a security reason.", Value: float64(sum.SecurityRejectedRequestsCount)},
 	}
 	metrics = append(metrics, more...)
 	metrics = append(metrics,
-		Metric{"uastack_go_goroutines", "gauge", "Goroutines.", float64(runtime.NumGoroutine())},
-		Metric{"uastack_go_heap_bytes", "gauge", "Bytes of allocated heap objects.", float64(ms.HeapAlloc)},
-		Metric{"uastack_go_gc_cycles_total", "counter", "Completed GC cycles.", float64(ms.NumGC)},
+		Metric{Name: "uastack_go_goroutines", Kind: "gauge", Help: "Goroutines.", Value: float64(runtime.NumGoroutine())},
+		Metric{Name: "uastack_go_heap_bytes", Kind: "gauge", Help: "Bytes of allocated heap objects.", Value: float64(ms.HeapAlloc)},
+		Metric{Name: "uastack_go_gc_cycles_total", Kind: "counter", Help: "Completed GC cycles.", Value: float64(ms.NumGC)},
 	)
-	for _, m := range metrics {
-		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.Name, m.Help, m.Name, m.Kind, m.Name, m.Value); err != nil {
+	for i, m := range metrics {
+		if i == 0 || metrics[i-1].Name != m.Name {
+			if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", m.Name, m.Help, m.Name, m.Kind); err != nil {
+				return err
+			}
+		}
+		name := m.Name
+		if m.Labels != "" {
+			name += "{" + m.Labels + "}"
+		}
+		if _, err := fmt.Fprintf(w, "%s %g\n", name, m.Value); err != nil {
 			return err
 		}
 	}

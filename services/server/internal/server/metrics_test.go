@@ -66,6 +66,9 @@ func TestMetricsAndProfiler(t *testing.T) {
 	require.Contains(t, body, "# TYPE uastack_sessions gauge\nuastack_sessions 1\n")
 	require.Contains(t, body, "uastack_sessions_created_total 1\n")
 	require.Contains(t, body, "uastack_request_queue_length ")
+	require.Contains(t, body, "# TYPE uastack_request_queue_length_by_stage gauge\nuastack_request_queue_length_by_stage{stage=\"session\"} 0\nuastack_request_queue_length_by_stage{stage=\"service\"} 0\n",
+		"one HELP and TYPE per name, a sample per stage")
+	require.Contains(t, body, "uastack_node_manager_pushes_dropped_total 0\n")
 	code, body = get("/debug/pprof/")
 	require.Equal(t, http.StatusOK, code)
 	require.True(t, strings.Contains(body, "goroutine"), "the profiler index")

@@ -16,6 +16,7 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/pipeline"
 )
 
 // Run listens on cfg.Endpoint.ListenAddress, creates the Server, logs its endpoints and
@@ -91,11 +92,16 @@ func isLoopback(host string) bool {
 // WriteMetrics writes the server's counters in the Prometheus text format: the
 // diagnostics summary, the request queue and the Go runtime.
 func (s *Server) WriteMetrics(w io.Writer) error {
-	queued, running, busy := s.pipe.Queue().Stats()
+	q := s.pipe.Queue()
+	queued, running, busy := q.Stats()
+	const queueLength, queueHelp = "uastack_request_queue_length", "Requests waiting for a worker."
 	return s.diag.WriteMetrics(w,
-		diagnostics.Metric{Name: "uastack_request_queue_length", Kind: "gauge", Help: "Requests waiting for a worker.", Value: float64(queued)},
+		diagnostics.Metric{Name: queueLength, Kind: "gauge", Help: queueHelp, Value: float64(queued)},
+		diagnostics.Metric{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="session"`, Value: float64(q.Queued(pipeline.StageSession))},
+		diagnostics.Metric{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="service"`, Value: float64(q.Queued(pipeline.StageService))},
 		diagnostics.Metric{Name: "uastack_request_workers", Kind: "gauge", Help: "Request workers started.", Value: float64(running)},
 		diagnostics.Metric{Name: "uastack_request_workers_busy", Kind: "gauge", Help: "Request workers running a job.", Value: float64(busy)},
+		diagnostics.Metric{Name: "uastack_node_manager_pushes_dropped_total", Kind: "counter", Help: "Batches of values and events node managers pushed that were dropped because their queue was full.", Value: float64(s.routes.Dropped())},
 	)
 }
 
