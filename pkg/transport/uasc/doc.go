@@ -20,4 +20,10 @@
 // verified in the buffer uacp.Conn.ReadChunk returned, their sequence numbers checked, and
 // multi-chunk messages reassembled within the negotiated limits and a byte budget shared by
 // all channels of a Server (receive.go).
+//
+// The server role is laid out by protocol phase, as crypto/tls is: config.go (ServerConfig,
+// NewServer), accept.go (the accept loop Serve), serve.go (one channel's read loop,
+// ServeConn), open.go (the first OpenSecureChannel and its renewals), request.go (the
+// Handler and the requests of an open channel), recycle.go (requests handed back and
+// repeated), trust.go (Revalidate) and expiry.go (a token that was not renewed).
 package uasc
