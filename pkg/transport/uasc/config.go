@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/ua"
@@ -55,6 +57,23 @@ type ServerConfig struct {
 	MaxSendBacklog int
 	// UACP configures the connection protocol for Serve.
 	UACP uacp.ServerConfig
+	// MaxChannelCount bounds the connections Serve holds at once, over all its listeners;
+	// zero means DefaultMaxChannelCount. A connection beyond it is refused before anything
+	// is read from it, so before any crypto work: it gets an ERR BadTcpNotEnoughResources
+	// (Part 6 §7.1.5, Table 74: "not enough resources to process the request"). ServeConn
+	// called directly is not counted.
+	MaxChannelCount int
+	// Admit, when set, is asked about every connection Serve accepts within
+	// MaxChannelCount, before anything is read from it: the place for a connection rate or
+	// a limit per source. Good admits the connection; any other code refuses it, and the
+	// peer gets an ERR with that code. Serve calls release, when not nil, once the
+	// connection has ended, or at once when it was refused. Admit runs on Serve's
+	// goroutine, so it must not block, and must be safe for concurrent use when Serve runs
+	// on several listeners.
+	Admit func(remote net.Addr) (release func(), code status.Code)
+	// Refused, when set, learns of every connection Serve refused. It runs on Serve's
+	// goroutine before the ERR is sent, so it must not block.
+	Refused func(Refusal)
 	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2);
 	// zero fields take codec.DefaultLimits. MaxMessageSize is not used: a reassembled
 	// message is already within the negotiated size. A request beyond them is answered
@@ -66,6 +85,10 @@ type ServerConfig struct {
 
 // DefaultBudget is the reassembly budget of a Server whose config names none.
 const DefaultBudget = 256 << 20
+
+// DefaultMaxChannelCount is the MaxChannelCount of a Server whose config names none: the
+// default of the server's limits.maxChannelCount.
+const DefaultMaxChannelCount = 1000
 
 // IDAllocator hands out SecureChannelIds that are never 0 and never in use twice. It is
 // safe for concurrent use.
@@ -112,6 +135,9 @@ type Server struct {
 	security map[string][]ua.MessageSecurityMode
 	// realClock: cfg.Now was left to time.Now (see channel.timeOf).
 	realClock bool
+	// slots holds a token for every connection Serve is serving (MaxChannelCount), and
+	// refusing one for every refusal in progress (maxRefusing).
+	slots, refusing chan struct{}
 
 	mu sync.Mutex // guards live, trustGen
 	// live holds the open channels with a client certificate, for Revalidate. A channel is
@@ -176,5 +202,13 @@ func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
 	if s.cfg.Now == nil {
 		s.cfg.Now, s.realClock = time.Now, true
 	}
+	switch {
+	case s.cfg.MaxChannelCount < 0:
+		return nil, errors.New("uasc: negative MaxChannelCount")
+	case s.cfg.MaxChannelCount == 0:
+		s.cfg.MaxChannelCount = DefaultMaxChannelCount
+	}
+	s.slots = make(chan struct{}, s.cfg.MaxChannelCount)
+	s.refusing = make(chan struct{}, maxRefusing)
 	return s, nil
 }
