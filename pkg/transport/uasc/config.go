@@ -149,12 +149,12 @@ type Server struct {
 	trustGen uint64
 }
 
-// NewServer checks cfg and returns a Server that hands requests to h.
+// NewServer checks cfg and returns a Server whose channels get their handlers from h.
 func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
 	if len(cfg.Security) == 0 {
 		return nil, errors.New("uasc: ServerConfig.Security is empty")
 	}
-	if h == nil {
+	if f, ok := h.(HandlerFunc); h == nil || (ok && f == nil) {
 		return nil, errors.New("uasc: nil Handler")
 	}
 	s := &Server{cfg: cfg, handler: h, security: make(map[string][]ua.MessageSecurityMode), live: make(map[*ServerChannel]struct{})}

@@ -8,10 +8,12 @@
 // (Part 6 §6.7.6) and ends the channel with CloseSecureChannel (CLO); the server closes a
 // channel whose newest token is 25% past its lifetime (Part 4 §5.5.2.1).
 //
-// Server is the server role: NewServer checks a ServerConfig once, Server.ServeConn runs one
-// channel over an accepted uacp.Conn and hands every complete request to a Handler, and
-// Server.Revalidate closes the channels whose client certificate a changed trust list no
-// longer accepts. Dial is the client role and returns a ClientChannel.
+// Server is the server role: NewServer checks a ServerConfig once, Server.Serve accepts
+// connections within the server's limits, Server.ServeConn runs one channel over an
+// accepted uacp.Conn and hands every complete request to the ChannelHandler its Handler
+// made for the channel, and Server.Revalidate closes the channels whose client
+// certificate a changed trust list no longer accepts. Dial is the client role and returns
+// a ClientChannel.
 //
 // Chunks are built and checked in place: a message is encoded straight into the bodies of
 // chunk buffers from the connection's uacp.Pool, behind the space reserved for the headers,

@@ -8,12 +8,16 @@ import (
 )
 
 // recycled is a channel's memory of the last request handed back by Request.Recycle: the
-// message, which the next request of its type is decoded into, and the body it was decoded
-// from. Clients poll, so a request often repeats the last one but for the RequestHeader's
-// Timestamp and RequestHandle; such a request is the recycled message again with those two
-// fields set, and is not decoded. Only the reading goroutine uses it.
+// message, which the next request of its type is decoded into, and, when the channel's
+// handler is a Repeater, the body it was decoded from. Clients poll, so a request often
+// repeats the last one but for the RequestHeader's Timestamp and RequestHandle; such a
+// request is the recycled message again with those two fields set, and is not decoded.
+// Only the reading goroutine uses it.
 type recycled struct {
-	msg codec.Structure
+	// repeats is set when the handler opted in to repeated requests (Repeater): only
+	// then are bodies kept.
+	repeats bool
+	msg     codec.Structure
 	// body is a copy of the last body copied and at the offset in it of the stamp
 	// (ua.RequestStampOffset). req is msg while body is the body msg was decoded from, and
 	// nil otherwise; body[:at] keeps what comes before the stamp either way.
@@ -24,8 +28,8 @@ type recycled struct {
 	// that was not repeated, the next wait recycled requests are not copied, and wait
 	// doubles up to maxWait with every further miss.
 	wait, backoff int
-	// cur is the body of the request in the Handler (nil when it is not kept until the
-	// Handler returns), curMsg its message, and repeated whether it was msg repeated.
+	// cur is the body of the request in Handle (nil when it is not kept until Handle
+	// returns), curMsg its message, and repeated whether it was msg repeated.
 	cur      []byte
 	curMsg   codec.Structure
 	repeated bool
@@ -90,20 +94,21 @@ func (rc *recycled) take() codec.Structure {
 	return m
 }
 
-// handling records the request handed to the Handler; body is nil when it is not valid
-// until the Handler returns.
+// handling records the request handed to Handle; body is nil when it is not valid until
+// Handle returns.
 func (rc *recycled) handling(body []byte, m codec.Structure, repeated bool) {
 	rc.cur, rc.curMsg, rc.repeated = body, m, repeated
 }
 
-// handled forgets the request the Handler returned from.
+// handled forgets the request Handle returned from.
 func (rc *recycled) handled() { rc.cur, rc.curMsg = nil, nil }
 
-// recycle takes m back from the Handler. When m is the request being handled, its body is
-// kept so that a repeat of it is not decoded (see repeat); d finds the stamp in it.
+// recycle takes m back from the handler. When m is the request being handled and the
+// handler is a Repeater, its body is kept so that a repeat of it is not decoded (see
+// repeat); d finds the stamp in it.
 func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 	rc.msg = m
-	if m != rc.curMsg {
+	if m != rc.curMsg || !rc.repeats {
 		rc.req = nil
 		return
 	}

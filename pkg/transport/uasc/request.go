@@ -3,6 +3,7 @@ package uasc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -11,10 +12,79 @@ import (
 	"uastack.dev/pkg/ua"
 )
 
-// Handler receives every complete request of a channel, on the channel's reading
-// goroutine: a handler that may block should hand the request to another goroutine and
+// Handler makes the handler of each channel a Server serves. Channel is called once per
+// channel, on the channel's reading goroutine, once its first OpenSecureChannel has been
+// answered and before its first request; the ChannelHandler it returns gets every request
+// of that channel and is the place for the state the server keeps per channel. Channel
+// must not return nil, and must be safe for concurrent use: channels open concurrently.
+type Handler interface {
+	Channel(ch *ServerChannel) ChannelHandler
+}
+
+// ChannelHandler handles the requests of one channel. Handle gets every complete request,
+// one after another, on the channel's reading goroutine: state that only Handle uses needs
+// no lock, and a handler that may block should hand the request to another goroutine and
 // return. The Request may be answered from any goroutine, once.
-type Handler func(ctx context.Context, req Request)
+//
+// A ChannelHandler may implement ChannelEnder, to learn that its channel ended, and
+// Repeater, to be handed repeated requests without a decode.
+type ChannelHandler interface {
+	Handle(ctx context.Context, req Request)
+}
+
+// ChannelEnder is implemented by a ChannelHandler that releases what it holds for its
+// channel when the channel ends. ChannelEnded is called once, on the channel's reading
+// goroutine, after the last Handle has returned and the connection is closed, with the
+// error ServeConn returns (nil after a CloseSecureChannel). A request handed to another
+// goroutine may still be answered after it; Respond then fails.
+type ChannelEnder interface {
+	ChannelEnded(err error)
+}
+
+// Repeater is implemented by a ChannelHandler that opts in to repeated requests. Clients
+// poll: a request often repeats the last one but for its RequestHeader's Timestamp and
+// RequestHandle (ua.RequestStampLen). When RepeatRecycled reports true, a channel keeps the
+// body of the request a Handle hands back with Request.Recycle, and a later request that
+// repeats that body but for the stamp is the recycled message again, with the new
+// Timestamp and RequestHandle set: it is not decoded. The handler promises in exchange
+// that every message it recycles is as it was decoded: a field it changed would show in
+// the repeat. It is asked once, when the channel's handler is made.
+type Repeater interface {
+	RepeatRecycled() bool
+}
+
+// HandlerFunc is a Handler that handles the requests of every channel alike, and is its
+// own ChannelHandler: for handlers that keep no state per channel (the discovery service,
+// tests). It is a Repeater that opts in: a HandlerFunc that calls Request.Recycle hands
+// back messages as they were decoded.
+type HandlerFunc func(ctx context.Context, req Request)
+
+// Channel returns f.
+func (f HandlerFunc) Channel(*ServerChannel) ChannelHandler { return f }
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req Request) { f(ctx, req) }
+
+// RepeatRecycled reports true.
+func (HandlerFunc) RepeatRecycled() bool { return true }
+
+var (
+	_ Handler        = HandlerFunc(nil)
+	_ ChannelHandler = HandlerFunc(nil)
+	_ Repeater       = HandlerFunc(nil)
+)
+
+// startHandler makes the channel's handler (Handler.Channel) once the channel is open, and
+// asks it whether it takes repeated requests (Repeater).
+func (sc *ServerChannel) startHandler() error {
+	h := sc.srv.handler.Channel(sc)
+	if h == nil {
+		return fmt.Errorf("uasc: Handler.Channel returned nil: %w", status.BadInternalError)
+	}
+	r, ok := h.(Repeater)
+	sc.handler, sc.spare.repeats = h, ok && r.RepeatRecycled()
+	return nil
+}
 
 // Request is one service request received on a ServerChannel.
 type Request struct {
@@ -31,12 +101,12 @@ type Request struct {
 }
 
 // Recycle hands r.Message back to its channel, which decodes a later request of the same
-// type into it (codec.Decoder.MessageInto) instead of allocating one, or hands it out as it
-// is for a request that repeats this one but for the RequestHeader's Timestamp and
-// RequestHandle. It is for a request answered on the Handler's goroutine: call it there,
-// at most once, before the Handler returns, and only when nothing refers to the message
-// or to a slice decoded into it any more (after Respond returned) and the message is as it
-// was decoded. Strings decoded into it may be kept: they are never overwritten. A request
+// type into it (codec.Decoder.MessageInto: every field is overwritten) instead of
+// allocating one; when the channel's handler is a Repeater, it may also hand it out again
+// for a request that repeats this one but for the stamp. It is for a request answered on
+// the Handle goroutine: call it there, at most once, before Handle returns, and only when
+// nothing refers to the message or to a slice decoded into it any more (after Respond
+// returned). Strings decoded into it may be kept: they are never overwritten. A request
 // answered on another goroutine is not recycled: the channel's spare belongs to its
 // reading goroutine, so that taking and returning it costs no lock.
 func (r Request) Recycle() { r.Channel.spare.recycle(r.Message, &r.Channel.dec) }
@@ -86,8 +156,8 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 	if err != nil || aborted || !done {
 		return err
 	}
-	// A message of one chunk is the chunk's body, valid until the Handler returns; one
-	// of several is the assembler's, which reset clears.
+	// A message of one chunk is the chunk's body, valid until Handle returns; one of
+	// several is the assembler's, which reset clears.
 	kept := msg
 	if sc.asm.active {
 		kept = nil
@@ -102,7 +172,7 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 		return sc.fault(reqID, 0, code)
 	}
 	sc.spare.handling(kept, m, repeated)
-	sc.srv.handler(ctx, Request{RequestID: reqID, Message: m, Channel: sc, Received: at})
+	sc.handler.Handle(ctx, Request{RequestID: reqID, Message: m, Channel: sc, Received: at})
 	sc.spare.handled()
 	return nil
 }

@@ -30,7 +30,7 @@ type ServerChannel struct {
 	// None. It is set before the channel is tracked and not changed after.
 	chain []*x509.Certificate
 	// dropped is set by Revalidate or the expiry timer before the ERR is sent: the reading
-	// goroutine then hands no further request to the Handler. dropErr and dropDone are
+	// goroutine then hands no further request to the handler. dropErr and dropDone are
 	// written before it under smu and not changed after.
 	dropped  atomic.Bool
 	dropErr  error
@@ -50,7 +50,10 @@ type ServerChannel struct {
 	// spare is the last request handed back by Request.Recycle; only the reading
 	// goroutine uses it.
 	spare recycled
-	// local is the Handler's own state of the channel (Local, SetLocal).
+	// handler gets the channel's requests; it is made once the channel is open
+	// (startHandler) and used only by the reading goroutine.
+	handler ChannelHandler
+	// local is the handler's own state of the channel (Local, SetLocal).
 	local any
 }
 
@@ -61,8 +64,10 @@ const decodeCachedIDs = 512
 func (sc *ServerChannel) ID() uint32 { return sc.channelID }
 
 // Local returns what SetLocal stored, nil before. Local and SetLocal belong to the
-// Handler on the channel's reading goroutine, which is the goroutine that calls it for
+// handler on the channel's reading goroutine, which is the goroutine that calls it for
 // the channel's requests: state kept here needs no lock while only that goroutine uses it.
+// A ChannelHandler keeps such state in its own fields, typed; Local and SetLocal remain for
+// handlers that keep it on the channel.
 func (sc *ServerChannel) Local() any { return sc.local }
 
 // SetLocal stores v for Local.
@@ -90,8 +95,9 @@ func (sc *ServerChannel) ClientCertificate() *x509.Certificate { return sc.remot
 // security check is answered with an ERR message carrying its status before c is closed,
 // and returned. A channel whose newest token is 25% past its lifetime without a renewal is
 // closed with BadSecureChannelTokenUnknown (Part 4 §5.5.2.1). A CloseSecureChannel ends it
-// with a nil error. c is closed on return.
-func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
+// with a nil error. c is closed on return; then the channel's handler, if it is a
+// ChannelEnder, learns the error.
+func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
 	sc := &ServerChannel{srv: s, done: make(chan struct{})}
 	sc.conn, sc.neg, sc.role, sc.now, sc.realClock = c, c.Negotiated(), policy.Server, s.cfg.Now, s.realClock
 	sc.pool = uacp.DefaultPool
@@ -119,8 +125,11 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) error {
 			s.cfg.IDs.Free(sc.channelID)
 		}
 		c.Close()
+		if e, ok := sc.handler.(ChannelEnder); ok {
+			e.ChannelEnded(err)
+		}
 	}()
-	err := sc.serve(ctx)
+	err = sc.serve(ctx)
 	sc.stopExpiry()
 	if sc.dropped.Load() {
 		// drop (Revalidate or the expiry timer) sends the ERR and closes c; whatever the read
@@ -168,6 +177,9 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 	err = sc.open(&ch)
 	ch.ReleaseZeroed()
 	if err != nil {
+		return err
+	}
+	if err := sc.startHandler(); err != nil {
 		return err
 	}
 	held := false // whether this loop holds the send half (see hold)

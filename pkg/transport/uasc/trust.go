@@ -53,7 +53,7 @@ func (s *Server) untrack(sc *ServerChannel) {
 // with the same function as ServerConfig.ValidateCertificate. A refused channel gets an ERR
 // with the status an OpenSecureChannel from that certificate would get now (the status check
 // wraps, BadCertificateUntrusted reported as BadSecurityChecksFailed; see RATIONALE.md), no
-// further request of it reaches the Handler, and its ServeConn returns the refusal. Channels
+// further request of it reaches its handler, and its ServeConn returns the refusal. Channels
 // that are being opened while Revalidate runs are validated again with
 // ServerConfig.ValidateCertificate. Channels with SecurityPolicy None have no certificate
 // and are kept.

@@ -159,7 +159,7 @@ func New(cfg Config) (*Service, error) {
 				log.Warn("connection refused: maxChannelCount reached", "remote", r.Remote.String(), "max", r.MaxChannelCount)
 			}
 		},
-	}, s.handle)
+	}, uasc.HandlerFunc(s.handle))
 	if err != nil {
 		_ = p.Close()
 		return nil, err

@@ -157,10 +157,10 @@ func newBenchSession(tb testing.TB) *benchSession {
 			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
 			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
 		}},
-	}, func(ctx context.Context, req uasc.Request) {
+	}, uasc.HandlerFunc(func(ctx context.Context, req uasc.Request) {
 		captured.Store(req.Channel)
 		srv.handle(ctx, req)
-	})
+	}))
 	require.NoError(tb, err)
 
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")

@@ -184,7 +184,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
 		}},
 		Now: opts.Now, // nil: the channels may use a chunk's read time as the time
-	}, s.handle)
+	}, uasc.HandlerFunc(s.handle))
 	if err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("secure channel server: %w", err)
