@@ -43,10 +43,10 @@ type ChannelEnder interface {
 
 // Repeater is implemented by a ChannelHandler that opts in to repeated requests. Clients
 // poll: a request often repeats the last one but for its RequestHeader's Timestamp and
-// RequestHandle (ua.RequestStampLen). When RepeatRecycled reports true, a channel keeps the
-// body of the request a Handle hands back with Request.Recycle, and a later request that
-// repeats that body but for the stamp is the recycled message again, with the new
-// Timestamp and RequestHandle set: it is not decoded. The handler promises in exchange
+// RequestHandle (ua.RequestStampLen bytes). When RepeatRecycled reports true, a channel
+// keeps the body of the request that Handle hands back with Request.Recycle, and a later
+// request that repeats that body but for those two fields is the recycled message again,
+// with the new Timestamp and RequestHandle set: it is not decoded. The handler promises in exchange
 // that every message it recycles is as it was decoded: a field it changed would show in
 // the repeat. It is asked once, when the channel's handler is made.
 type Repeater interface {
@@ -103,10 +103,10 @@ type Request struct {
 // Recycle hands r.Message back to its channel, which decodes a later request of the same
 // type into it (codec.Decoder.MessageInto: every field is overwritten) instead of
 // allocating one; when the channel's handler is a Repeater, it may also hand it out again
-// for a request that repeats this one but for the stamp. It is for a request answered on
-// the Handle goroutine: call it there, at most once, before Handle returns, and only when
-// nothing refers to the message or to a slice decoded into it any more (after Respond
-// returned). Strings decoded into it may be kept: they are never overwritten. A request
+// for a request that repeats this one but for the RequestHeader's Timestamp and
+// RequestHandle. It is for a request answered inline, on the channel's reading goroutine:
+// call it in Handle, at most once, and only when nothing refers to the message or to a
+// slice decoded into it any more (after Respond returned). Strings decoded into it may be kept: they are never overwritten. A request
 // answered on another goroutine is not recycled: the channel's spare belongs to its
 // reading goroutine, so that taking and returning it costs no lock.
 func (r Request) Recycle() { r.Channel.spare.recycle(r.Message, &r.Channel.dec) }
