@@ -51,7 +51,7 @@ func startFake(t *testing.T, f *fakeServer) *fakeServer {
 	f.url = "opc.tcp://" + ln.Addr().String()
 	srv, err := uasc.NewServer(uasc.ServerConfig{
 		Security: []uasc.SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}},
-	}, f.handle)
+	}, uasc.HandlerFunc(f.handle))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -122,7 +122,7 @@ func TestCreateSessionChecks(t *testing.T) {
 					{PolicyURI: policy.URIBasic256Sha256, Mode: ua.MessageSecurityModeSignAndEncrypt},
 				},
 				ValidateCertificate: func([]*x509.Certificate) error { return nil },
-			}, f.handle)
+			}, uasc.HandlerFunc(f.handle))
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()

@@ -44,6 +44,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer, ready fu
 	fs.BoolVar(&cfg.AutoAcceptUntrusted, "auto-accept", cfg.AutoAcceptUntrusted, "trust every registering server's certificate (commissioning only)")
 	fs.DurationVar(&cfg.RegistrationTimeout, "registration-timeout", cfg.RegistrationTimeout, "drop a registration not renewed within this time")
 	fs.DurationVar(&cfg.RefreshInterval, "refresh-interval", cfg.RefreshInterval, "refetch registered servers' endpoints and ServiceLevel this often")
+	fs.IntVar(&cfg.MaxChannelCount, "max-channel-count", cfg.MaxChannelCount, "secure channels open at once; a connection beyond it is refused")
 	// Environment first, so that flags win.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -85,7 +86,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer, ready fu
 		_ = ln.Close()
 		return err
 	}
-	log.Info("discovery service", "pki", cfg.PKIDir, "registrationTimeout", cfg.RegistrationTimeout)
+	log.Info("discovery service", "pki", cfg.PKIDir, "registrationTimeout", cfg.RegistrationTimeout, "maxChannelCount", cfg.MaxChannelCount)
 	for _, ep := range svc.Endpoints() {
 		log.Info("endpoint", "url", ep.EndpointUrl, "securityPolicy", ep.SecurityPolicyUri, "securityMode", int(ep.SecurityMode))
 	}

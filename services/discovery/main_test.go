@@ -38,7 +38,7 @@ func TestRunStartsAndStops(t *testing.T) {
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-endpoint-url", "opc.tcp://127.0.0.1:4840"},
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-endpoint-url", "opc.tcp://127.0.0.1:4840", "-max-channel-count", "5"},
 			[]string{"UASTACK_LDS_PKI=" + t.TempDir()}, &logs, func(a net.Addr) { ready <- a })
 	}()
 	select {
@@ -57,6 +57,7 @@ func TestRunStartsAndStops(t *testing.T) {
 	require.Contains(t, out, "discovery service stopped")
 	require.Regexp(t, `endpoint url=opc.tcp://127.0.0.1:\d+ `, out, "the bound port is advertised")
 	require.NotContains(t, out, ":4840 ", "not the configured port")
+	require.Contains(t, out, "maxChannelCount=5")
 
 	err := run(context.Background(), []string{"-registration-timeout", "soon"}, nil, &logs, nil)
 	require.Error(t, err)

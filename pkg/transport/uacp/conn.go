@@ -22,10 +22,11 @@ const (
 	DefaultHandshakeTimeout = 30 * time.Second
 	// errorWriteTimeout bounds writing an ERR message before closing.
 	errorWriteTimeout = time.Second
-	// lingerTimeout bounds how long SendError waits for the peer to close after the ERR, so
-	// that unread input does not turn the close into a reset that destroys the ERR.
+	// lingerTimeout bounds how long SendError and Refuse wait for the peer to close after
+	// the ERR, so that unread input does not turn the close into a reset that destroys the
+	// ERR.
 	lingerTimeout = 500 * time.Millisecond
-	// lingerMaxBytes bounds how much input SendError discards while it waits.
+	// lingerMaxBytes bounds how much input SendError and Refuse discard while they wait.
 	lingerMaxBytes = 1 << 20
 )
 
@@ -603,7 +604,7 @@ func (c *Conn) writeRaw(b []byte) error {
 // server side; a client ends a connection with CloseSecureChannel instead. It returns the
 // error of the write, if any; the connection is closed either way.
 func (c *Conn) SendError(code status.Code, reason string) error {
-	msg := (&Error{Code: code, Reason: reason}).Append(make([]byte, 0, HeaderSize+8+min(len(reason), MaxReasonLength)))
+	msg := errorMessage(code, reason)
 	c.wmu.Lock()
 	var err error
 	if c.closed.Load() {
@@ -617,21 +618,51 @@ func (c *Conn) SendError(code status.Code, reason string) error {
 	c.closed.Store(true)
 	c.wmu.Unlock()
 	if err == nil {
-		c.linger()
+		linger(c.nc, time.Now().Add(lingerTimeout))
 	}
 	c.Close()
 	return err
 }
 
-// linger half-closes a TCP connection and discards input until the peer closes, for at most
-// lingerTimeout and lingerMaxBytes.
-func (c *Conn) linger() {
-	cw, ok := c.nc.(interface{ CloseWrite() error })
+// Refuse answers nc, a connection a server accepted but has not read from, with an ERR
+// carrying code and reason (cut to MaxReasonLength bytes), then closes it as SendError
+// does: the Hello the peer sent is discarded unread while Refuse waits for the peer to
+// close. It is for a server that turns a connection away before the handshake (a limit on
+// channels or on connection rate), at no cost beyond the write: nothing of the peer's is
+// parsed. It takes at most RefuseTimeout, and returns the error of the write, if any; nc
+// is closed either way.
+func Refuse(nc net.Conn, code status.Code, reason string) error {
+	defer nc.Close()
+	deadline := time.Now().Add(RefuseTimeout)
+	_ = nc.SetWriteDeadline(deadline)
+	if _, err := nc.Write(errorMessage(code, reason)); err != nil {
+		return readError("writing ERR", err)
+	}
+	until := time.Now().Add(lingerTimeout)
+	if until.After(deadline) {
+		until = deadline
+	}
+	linger(nc, until)
+	return nil
+}
+
+// RefuseTimeout bounds the time Refuse spends on a connection.
+const RefuseTimeout = time.Second
+
+// errorMessage returns the encoded ERR message of code and reason.
+func errorMessage(code status.Code, reason string) []byte {
+	return (&Error{Code: code, Reason: reason}).Append(make([]byte, 0, HeaderSize+8+min(len(reason), MaxReasonLength)))
+}
+
+// linger half-closes a TCP connection and discards input until the peer closes, until
+// deadline and for at most lingerMaxBytes.
+func linger(nc net.Conn, deadline time.Time) {
+	cw, ok := nc.(interface{ CloseWrite() error })
 	if !ok || cw.CloseWrite() != nil {
 		return
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
-	_, _ = io.CopyN(io.Discard, c.nc, lingerMaxBytes)
+	_ = nc.SetReadDeadline(deadline)
+	_, _ = io.CopyN(io.Discard, nc, lingerMaxBytes)
 }
 
 // fail ends the connection after err: a server sends ERR with err's status unless the peer

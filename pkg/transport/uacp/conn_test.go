@@ -558,3 +558,75 @@ func TestChunkReceivedTime(t *testing.T) {
 	require.False(t, ch.Received.Before(before), "received %v, written %v", ch.Received, before)
 	require.False(t, ch.Received.After(after), "received %v, returned %v", ch.Received, after)
 }
+
+// refuseOne listens on 127.0.0.1:0 and answers the first connection with Refuse; the
+// result of Refuse and how long it took arrive on the returned channel.
+func refuseOne(t *testing.T, code status.Code, reason string) (addr string, done <-chan refused) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	out := make(chan refused, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			out <- refused{err: err}
+			return
+		}
+		start := time.Now()
+		err = Refuse(nc, code, reason)
+		out <- refused{err: err, took: time.Since(start)}
+	}()
+	return ln.Addr().String(), out
+}
+
+type refused struct {
+	err  error
+	took time.Duration
+}
+
+// TestRefuse checks Refuse against the three peers a server turns away: a client whose
+// Hello is unread gets the ERR with the code and reason, not a reset; a peer that has sent
+// nothing gets exactly the ERR and then EOF; a peer that neither sends nor closes costs the
+// server at most RefuseTimeout.
+func TestRefuse(t *testing.T) {
+	t.Parallel()
+	t.Run("Dial gets the ERR", func(t *testing.T) {
+		t.Parallel()
+		addr, done := refuseOne(t, status.BadTcpNotEnoughResources, "too many connections")
+		_, err := dial(t, addr, ClientConfig{EndpointURL: "opc.tcp://" + addr})
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, &Error{Code: status.BadTcpNotEnoughResources, Reason: "too many connections"}, e)
+		require.NoError(t, (<-done).err)
+	})
+	t.Run("silent peer", func(t *testing.T) {
+		t.Parallel()
+		addr, done := refuseOne(t, status.BadTcpServerTooBusy, "busy")
+		requireERR(t, rawExchange(t, addr, nil, false), status.BadTcpServerTooBusy)
+		require.NoError(t, (<-done).err)
+	})
+	t.Run("peer that stays", func(t *testing.T) {
+		t.Parallel()
+		addr, done := refuseOne(t, status.BadTcpServerTooBusy, "busy")
+		nc, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer nc.Close()
+		r := <-done // nc neither reads nor closes
+		require.NoError(t, r.err)
+		require.Less(t, r.took, RefuseTimeout+100*time.Millisecond)
+		require.GreaterOrEqual(t, r.took, lingerTimeout/2, "Refuse waited for the peer to close")
+		require.NoError(t, nc.SetReadDeadline(time.Now().Add(5*time.Second)))
+		got, err := io.ReadAll(nc)
+		require.NoError(t, err)
+		requireERR(t, got, status.BadTcpServerTooBusy)
+	})
+	t.Run("write fails", func(t *testing.T) {
+		t.Parallel()
+		cl, sv := net.Pipe()
+		require.NoError(t, cl.Close())
+		require.Error(t, Refuse(sv, status.BadTcpServerTooBusy, "busy"))
+		_, err := sv.Write([]byte{1})
+		require.ErrorIs(t, err, io.ErrClosedPipe, "nc is closed")
+	})
+}

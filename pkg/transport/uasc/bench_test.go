@@ -285,7 +285,7 @@ func BenchmarkOpenSecureChannel(b *testing.B) {
 	p := policy.Basic256Sha256
 	srv, err := NewServer(ServerConfig{Certificate: serverID.der, Key: serverID.key,
 		Security:            []SecurityConfig{{PolicyURI: p.Info().URI, Mode: ua.MessageSecurityModeSignAndEncrypt}},
-		ValidateCertificate: func([]*x509.Certificate) error { return nil }}, echoHandler)
+		ValidateCertificate: func([]*x509.Certificate) error { return nil }}, HandlerFunc(echoHandler))
 	require.NoError(b, err)
 	cconn, sconn := connPair(b)
 	go func() {

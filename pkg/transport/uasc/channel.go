@@ -197,17 +197,17 @@ func (c *channel) sealAsym(requestID uint32, body []byte) ([]byte, error) {
 	return b[:total], nil
 }
 
-// queueLocked appends sealed chunks to the pending list and, unless another goroutine is
+// queueUnlock appends sealed chunks to the pending list and, unless another goroutine is
 // already writing, writes them and whatever others queue meanwhile (nats-server
 // flushOutbound): writes are coalesced, no lock is held during I/O, and chunks leave in the
 // order they were sealed. It must be called with smu held and returns with smu released.
 // The chunks are owned by the queue from then on: each goes back to the pool once written
 // (Pool.Put ignores buffers that are not pool-sized).
-func (c *channel) queueLocked(chunks ...[]byte) error { return c.enqueueLocked(false, chunks) }
+func (c *channel) queueUnlock(chunks ...[]byte) error { return c.enqueueUnlock(false, chunks) }
 
-// enqueueLocked is queueLocked; with async, a write that is due starts on a goroutine of
+// enqueueUnlock is queueUnlock; with async, a write that is due starts on a goroutine of
 // its own, so that the caller never waits on the peer's socket.
-func (c *channel) enqueueLocked(async bool, chunks [][]byte) error {
+func (c *channel) enqueueUnlock(async bool, chunks [][]byte) error {
 	if c.sendErr != nil {
 		c.smu.Unlock()
 		for _, b := range chunks {
@@ -219,12 +219,12 @@ func (c *channel) enqueueLocked(async bool, chunks [][]byte) error {
 		c.backlog += len(b)
 	}
 	c.pending = append(c.pending, chunks...)
-	return c.pushLocked(async)
+	return c.pushUnlock(async)
 }
 
-// pushLocked enforces the backlog bound and writes what is queued unless a writer is
+// pushUnlock enforces the backlog bound and writes what is queued unless a writer is
 // active or the reading goroutine holds; it returns with smu released.
-func (c *channel) pushLocked(async bool) error {
+func (c *channel) pushUnlock(async bool) error {
 	if c.maxBacklog > 0 && c.backlog > c.maxBacklog {
 		// A peer that leaves this much unread would hold it for ever: end the channel
 		// rather than the server's memory. Closing the connection also frees a writer
@@ -245,17 +245,17 @@ func (c *channel) pushLocked(async bool) error {
 		c.smu.Unlock()
 		go func() {
 			c.smu.Lock()
-			_ = c.flushLocked()
+			_ = c.flushUnlock()
 		}()
 		return nil
 	}
-	return c.flushLocked()
+	return c.flushUnlock()
 }
 
-// flushLocked writes the pending chunks, batch after batch, until none are left. It
+// flushUnlock writes the pending chunks, batch after batch, until none are left. It
 // must be called with smu held and flushing set; it returns with smu released and the
 // result of the first batch.
-func (c *channel) flushLocked() error {
+func (c *channel) flushUnlock() error {
 	var first error // the result of the batch that holds the caller's chunks
 	for batch := 0; len(c.pending) > 0; batch++ {
 		c.pending, c.writing = c.writing[:0], c.pending
@@ -310,7 +310,7 @@ func (c *channel) hold(on bool) {
 		c.smu.Unlock()
 		return
 	}
-	_ = c.queueLocked() // the error, if any, is the send half's; each sender saw its own
+	_ = c.queueUnlock() // the error, if any, is the send half's; each sender saw its own
 }
 
 // failSend marks the send half dead.

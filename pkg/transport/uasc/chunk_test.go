@@ -147,7 +147,7 @@ func TestPreviousToken(t *testing.T) {
 func TestCloseEndsServeConn(t *testing.T) {
 	ids(t)
 	idsAlloc := NewIDAllocator()
-	srv, err := NewServer(ServerConfig{Security: []SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}}, IDs: idsAlloc}, echoHandler)
+	srv, err := NewServer(ServerConfig{Security: []SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}}, IDs: idsAlloc}, HandlerFunc(echoHandler))
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -128,10 +128,10 @@ func (w *rawWriteCounter) SyscallConn() (syscall.RawConn, error) { return w.tcp.
 func TestBurstOneWrite(t *testing.T) {
 	ids(t)
 	srv, err := NewServer(ServerConfig{Security: []SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}}},
-		func(_ context.Context, r Request) {
+		HandlerFunc(func(_ context.Context, r Request) {
 			m := r.Message.(*ua.ReadRequest)
 			_ = r.Respond(&ua.ReadResponse{ResponseHeader: ua.ResponseHeader{RequestHandle: m.RequestHeader.RequestHandle}})
-		})
+		}))
 	require.NoError(t, err)
 	var wc *rawWriteCounter
 	cconn, sconn := connPairWrapped(t, func(nc net.Conn) net.Conn {

@@ -137,7 +137,13 @@ func startServer(t testing.TB, edit func(*ServerConfig)) *testServer {
 }
 
 // startServerWith is startServer with a handler of the test's choice.
-func startServerWith(t testing.TB, edit func(*ServerConfig), h Handler) *testServer {
+func startServerWith(t testing.TB, edit func(*ServerConfig), h HandlerFunc) *testServer {
+	t.Helper()
+	return startServerFor(t, edit, h)
+}
+
+// startServerFor is startServer with a Handler that makes a handler per channel.
+func startServerFor(t testing.TB, edit func(*ServerConfig), h Handler) *testServer {
 	t.Helper()
 	ids(t)
 	cfg := ServerConfig{

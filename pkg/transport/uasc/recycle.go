@@ -8,16 +8,19 @@ import (
 )
 
 // recycled is a channel's memory of the last request handed back by Request.Recycle: the
-// message, which the next request of its type is decoded into, and the body it was decoded
-// from. Clients poll, so a request often repeats the last one but for the RequestHeader's
-// Timestamp and RequestHandle; such a request is the recycled message again with those two
-// fields set, and is not decoded. Only the reading goroutine uses it.
+// message, which the next request of its type is decoded into, and, when the channel's
+// handler is a Repeater, the body it was decoded from. Clients poll, so a request often
+// repeats the last one but for the RequestHeader's Timestamp and RequestHandle; such a
+// request is the recycled message again with those two fields set, and is not decoded.
+// Only the reading goroutine uses it.
 type recycled struct {
-	msg codec.Structure
-	// body is a copy of the last body copied and at the offset in it of the Timestamp,
-	// which the RequestHandle follows. req is msg while body is the body msg was decoded
-	// from, and nil otherwise; body[:at] keeps the type's and the AuthenticationToken's
-	// NodeIds either way.
+	// repeats is set when the handler opted in to repeated requests (Repeater): only
+	// then are bodies kept.
+	repeats bool
+	msg     codec.Structure
+	// body is a copy of the last body copied and at the offset in it of the stamp
+	// (ua.RequestStampOffset). req is msg while body is the body msg was decoded from, and
+	// nil otherwise; body[:at] keeps what comes before the stamp either way.
 	body []byte
 	at   int
 	req  ua.Request
@@ -25,8 +28,8 @@ type recycled struct {
 	// that was not repeated, the next wait recycled requests are not copied, and wait
 	// doubles up to maxWait with every further miss.
 	wait, backoff int
-	// cur is the body of the request in the Handler (nil when it is not kept until the
-	// Handler returns), curMsg its message, and repeated whether it was msg repeated.
+	// cur is the body of the request in Handle (nil when it is not kept until Handle
+	// returns), curMsg its message, and repeated whether it was msg repeated.
 	cur      []byte
 	curMsg   codec.Structure
 	repeated bool
@@ -37,9 +40,6 @@ const maxRecycledBody = 2048
 
 // maxWait bounds the recycled requests not copied after a body that was not repeated.
 const maxWait = 31
-
-// stampLen is the size of the Timestamp and the RequestHandle of a RequestHeader.
-const stampLen = 8 + 4
 
 // decode returns the request in body and whether it is the recycled message repeated
 // (see repeat); otherwise body is decoded with d, into the recycled message when that is
@@ -59,17 +59,19 @@ func (rc *recycled) decode(body []byte, d *codec.Decoder) (m codec.Structure, re
 }
 
 // repeat returns the recycled message when body repeats the one it was decoded from but for
-// the RequestHeader's Timestamp and RequestHandle, which it sets from body with d. The same
-// bytes decode to the same message, so the result is what decoding body would give.
+// the stamp (the RequestHeader's Timestamp and RequestHandle, ua.RequestStampLen), which it
+// sets from body with d. The same bytes decode to the same message, so the result is what
+// decoding body would give.
 func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool) {
 	at := rc.at
 	if rc.msg == nil || rc.req == nil {
 		return nil, false
 	}
-	// One comparison: the copy takes body's Timestamp and RequestHandle first. When the
-	// rest differs, body is decoded into msg, which take marks undescribed.
+	// One comparison: the copy takes body's stamp first. When the rest differs, body is
+	// decoded into msg, which take marks undescribed.
+	stamp := rc.body[at : at+ua.RequestStampLen]
 	if len(body) == len(rc.body) {
-		copy(rc.body[at:at+stampLen], body[at:at+stampLen])
+		copy(stamp, body[at:])
 	}
 	if len(body) != len(rc.body) || !bytes.Equal(body, rc.body) {
 		rc.backoff = min(2*rc.backoff+1, maxWait)
@@ -77,9 +79,8 @@ func (rc *recycled) repeat(body []byte, d *codec.Decoder) (codec.Structure, bool
 		return nil, false
 	}
 	rc.backoff = 0
-	h := rc.req.Header()
-	d.Reset(body[at : at+stampLen])
-	h.Timestamp, h.RequestHandle = d.DateTime(), d.UInt32()
+	d.Reset(stamp)
+	rc.req.Header().DecodeStamp(d)
 	m := rc.msg
 	rc.msg = nil
 	return m, true
@@ -93,20 +94,21 @@ func (rc *recycled) take() codec.Structure {
 	return m
 }
 
-// handling records the request handed to the Handler; body is nil when it is not valid
-// until the Handler returns.
+// handling records the request handed to Handle; body is nil when it is not valid until
+// Handle returns.
 func (rc *recycled) handling(body []byte, m codec.Structure, repeated bool) {
 	rc.cur, rc.curMsg, rc.repeated = body, m, repeated
 }
 
-// handled forgets the request the Handler returned from.
+// handled forgets the request Handle returned from.
 func (rc *recycled) handled() { rc.cur, rc.curMsg = nil, nil }
 
-// recycle takes m back from the Handler. When m is the request being handled, its body is
-// kept so that a repeat of it is not decoded (see repeat); d finds the Timestamp in it.
+// recycle takes m back from the handler. When m is the request being handled and the
+// handler is a Repeater, its body is kept so that a repeat of it is not decoded (see
+// repeat); d finds the stamp in it.
 func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 	rc.msg = m
-	if m != rc.curMsg {
+	if m != rc.curMsg || !rc.repeats {
 		rc.req = nil
 		return
 	}
@@ -122,17 +124,13 @@ func (rc *recycled) recycle(m codec.Structure, d *codec.Decoder) {
 	if !ok || rc.cur == nil || len(rc.cur) > maxRecycledBody {
 		return
 	}
-	// The type's NodeId, then the RequestHeader: AuthenticationToken, Timestamp, ... The
-	// same two NodeIds as in the last body end at the same offset.
+	// The stamp lies where it lay in the last body when the bytes before it are the same.
 	at := rc.at
-	if at == 0 || len(rc.cur) < at+stampLen || !bytes.Equal(rc.cur[:at], rc.body[:at]) {
-		d.Reset(rc.cur)
-		d.NodeId()
-		d.NodeId()
-		if d.Err() != nil || d.Remaining() < stampLen {
+	if at == 0 || len(rc.cur) < at+ua.RequestStampLen || !bytes.Equal(rc.cur[:at], rc.body[:at]) {
+		var ok bool
+		if at, ok = ua.RequestStampOffset(d, rc.cur); !ok {
 			return
 		}
-		at = d.Pos()
 	}
 	rc.req, rc.at = req, at
 	rc.body = append(rc.body[:0], rc.cur...)

@@ -20,9 +20,10 @@ func encodeMessage(t testing.TB, msg codec.Structure) []byte {
 
 // FuzzRecycleRepeat hands a channel's decode path a body a and a body b that is a with
 // patch written at off, in the order a, b, b, b, a, a, a, recycling every request as the
-// inline Read does: whether a request is decoded or taken as the repeat of the recycled
-// one, the Handler gets what a fresh decode of its body gives, and a body the decoder
-// refuses is refused.
+// inline Read does, for a handler that is a Repeater and for one that is not: whether a
+// request is decoded or taken as the repeat of the recycled one, the handler gets what a
+// fresh decode of its body gives, a body the decoder refuses is refused, and only a
+// Repeater gets repeats.
 func FuzzRecycleRepeat(f *testing.F) {
 	read := func(token codec.NodeId, handle uint32, node codec.NodeId) []byte {
 		return encodeMessage(f, &ua.ReadRequest{
@@ -57,23 +58,26 @@ func FuzzRecycleRepeat(f *testing.F) {
 		}
 		b := append([]byte(nil), a...)
 		copy(b[int(off)%len(a):], patch)
-		var rc recycled
-		var d codec.Decoder
-		d.CacheNodeIds(decodeCachedIDs)
-		for _, body := range [][]byte{a, b, b, b, a, a, a} {
-			fresh := codec.NewDecoder(body)
-			want := fresh.Message()
-			in := append([]byte(nil), body...) // the chunk, cleared after the Handler
-			got, repeated, err := rc.decode(in, &d)
-			require.Equal(t, statusOf(fresh.Err()), statusOf(err), "%v / %v", fresh.Err(), err)
-			if err != nil {
-				continue
+		for _, repeats := range []bool{true, false} {
+			rc := recycled{repeats: repeats}
+			var d codec.Decoder
+			d.CacheNodeIds(decodeCachedIDs)
+			for _, body := range [][]byte{a, b, b, b, a, a, a} {
+				fresh := codec.NewDecoder(body)
+				want := fresh.Message()
+				in := append([]byte(nil), body...) // the chunk, cleared after Handle
+				got, repeated, err := rc.decode(in, &d)
+				require.Equal(t, statusOf(fresh.Err()), statusOf(err), "%v / %v", fresh.Err(), err)
+				if err != nil {
+					continue
+				}
+				require.Equal(t, encodeMessage(t, want), encodeMessage(t, got), "repeated %v", repeated)
+				require.False(t, repeated && !repeats, "repeated without the handler's consent")
+				rc.handling(in, got, repeated)
+				rc.recycle(got, &d)
+				rc.handled()
+				clear(in)
 			}
-			require.Equal(t, encodeMessage(t, want), encodeMessage(t, got), "repeated %v", repeated)
-			rc.handling(in, got, repeated)
-			rc.recycle(got, &d)
-			rc.handled()
-			clear(in)
 		}
 	})
 }
@@ -82,7 +86,7 @@ func FuzzRecycleRepeat(f *testing.F) {
 // the one kept, so a repeat of the request being handled is decoded.
 func TestRecycleOther(t *testing.T) {
 	body := encodeMessage(t, &ua.ReadRequest{NodesToRead: []ua.ReadValueId{{AttributeId: 13}}})
-	var rc recycled
+	rc := recycled{repeats: true}
 	var d codec.Decoder
 	m, repeated, err := rc.decode(body, &d)
 	require.NoError(t, err)

@@ -84,7 +84,7 @@ func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure
 		c.smu.Unlock()
 		return err
 	}
-	return c.pushLocked(async)
+	return c.pushUnlock(async)
 }
 
 // minFirstWindow is the least room for a first chunk's body behind the last chunk queued;
@@ -182,5 +182,5 @@ func (c *channel) sendAbort(requestID uint32, code status.Code, reason string) e
 		c.pool.Put(buf)
 		return err
 	}
-	return c.queueLocked(buf[:sz])
+	return c.queueUnlock(buf[:sz])
 }

@@ -53,6 +53,10 @@ type Config struct {
 	// RefreshInterval is how often the endpoints and ServiceLevel of a registered server
 	// are fetched again, and semaphore files checked.
 	RefreshInterval time.Duration
+	// MaxChannelCount bounds the secure channels open at once; a connection beyond it is
+	// refused with an ERR BadTcpNotEnoughResources before anything is read from it. Zero
+	// means uasc.DefaultMaxChannelCount, the server's default.
+	MaxChannelCount int
 	Logger          *slog.Logger
 }
 
@@ -75,6 +79,7 @@ func Default() Config {
 		PKIDir:              pkiDir,
 		RegistrationTimeout: 10 * time.Minute,
 		RefreshInterval:     30 * time.Second,
+		MaxChannelCount:     uasc.DefaultMaxChannelCount,
 	}
 }
 
@@ -148,7 +153,13 @@ func New(cfg Config) (*Service, error) {
 			}
 			return err
 		},
-	}, s.handle)
+		MaxChannelCount: cfg.MaxChannelCount,
+		Refused: func(r uasc.Refusal) {
+			if r.MaxChannelCount > 0 {
+				log.Warn("connection refused: maxChannelCount reached", "remote", r.Remote.String(), "max", r.MaxChannelCount)
+			}
+		},
+	}, uasc.HandlerFunc(s.handle))
 	if err != nil {
 		_ = p.Close()
 		return nil, err

@@ -1,6 +1,7 @@
 package lds
 
 import (
+	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,4 +290,60 @@ func TestGetEndpointsOfARegisteredServer(t *testing.T) {
 	require.Equal(t, lds.svc.Certificate().Raw, own[0].ServerCertificate)
 	require.Equal(t, ua.MessageSecurityModeSignAndEncrypt, own[0].SecurityMode)
 	require.Equal(t, ua.MessageSecurityModeNone, own[4].SecurityMode)
+}
+
+// TestMaxChannelCount fills Config.MaxChannelCount: a connection beyond it gets an ERR
+// BadTcpNotEnoughResources in answer to its Hello and is logged, the open channel keeps
+// working, and once it closes a new one is served.
+func TestMaxChannelCount(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	lds := start(t, func(c *Config) {
+		c.MaxChannelCount = 1
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	first, err := lds.channel(t, identity{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := net.Dial("tcp", lds.url[len("opc.tcp://"):])
+	require.NoError(t, err)
+	_, err = uacp.Dial(ctx, nc, uacp.ClientConfig{EndpointURL: lds.url})
+	var e *uacp.Error
+	require.ErrorAs(t, err, &e, "refused with an ERR")
+	require.Equal(t, status.BadTcpNotEnoughResources, e.Code)
+	require.Contains(t, logs.String(), "connection refused: maxChannelCount reached")
+	require.Len(t, findServers(t, first), 1, "the open channel is served")
+
+	require.NoError(t, first.Close())
+	require.Eventually(t, func() bool {
+		nc, err := net.Dial("tcp", lds.url[len("opc.tcp://"):])
+		require.NoError(t, err)
+		conn, err := uacp.Dial(ctx, nc, uacp.ClientConfig{EndpointURL: lds.url})
+		if err != nil {
+			return false
+		}
+		ch, err := uasc.Dial(ctx, conn, uasc.ClientConfig{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone})
+		require.NoError(t, err)
+		defer ch.Close()
+		return len(findServers(t, ch)) == 1
+	}, 10*time.Second, 20*time.Millisecond, "a slot is free again after the first channel closed")
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -72,10 +72,12 @@ type Security struct {
 	// number: their names are half of a credential.
 	Users []User `koanf:"users" log:"count"`
 	// MaxFailedAuthenticationAttempts is the number of failed
-	// ActivateSession attempts per client certificate (or per remote
-	// address on None) within FailedAuthenticationWindow that locks the
-	// client out for FailedAuthenticationLockout. Default 5; 0 disables the
-	// lockout (and logs a warning).
+	// ActivateSession attempts per source within FailedAuthenticationWindow
+	// that locks the source out for FailedAuthenticationLockout. A source is
+	// the client application certificate of a secured channel, or the peer's
+	// IP address over SecurityPolicy None; never the user name, so that
+	// failing as a user on purpose cannot lock that user out of other
+	// sources. Default 5; 0 disables the lockout (and logs a warning).
 	MaxFailedAuthenticationAttempts int           `koanf:"maxFailedAuthenticationAttempts"`
 	FailedAuthenticationWindow      time.Duration `koanf:"failedAuthenticationWindow"`  // default 1m
 	FailedAuthenticationLockout     time.Duration `koanf:"failedAuthenticationLockout"` // default 5m

@@ -43,6 +43,7 @@ type Diagnostics struct {
 	rejectedRequests         atomic.Uint32
 	currentSubscriptions     atomic.Int64
 	cumulatedSubscriptions   atomic.Uint32
+	connectionsRefused       atomic.Uint64
 
 	// mu guards sessions, byToken, every sessionDiag's unsynchronised fields and snap.
 	// It is a leaf but for Engine.Diagnostics: the session table calls in holding its
@@ -115,6 +116,9 @@ func (d *Diagnostics) SecurityRejected() {
 	d.rejectedRequests.Add(1)
 	d.securityRejectedRequests.Add(1)
 }
+
+// ConnectionRefused counts a connection the listener turned away before reading it.
+func (d *Diagnostics) ConnectionRefused() { d.connectionsRefused.Add(1) }
 
 // SessionAnswer counts a CreateSession or ActivateSession that was refused
 // (RejectedSessionCount, SecurityRejectedSessionCount).

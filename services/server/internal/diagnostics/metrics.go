@@ -33,6 +33,8 @@ func (d *Diagnostics) WriteMetrics(w io.Writer, more ...Metric) error {
 		{Name: "uastack_requests_rejected_total", Kind: "counter", Help: "Requests answered with a ServiceFault.", Value: float64(sum.RejectedRequestsCount)},
 		{Name: "uastack_requests_security_rejected_total", Kind: "counter", Help: "Requests refused for a security reason.", Value: float64(sum.SecurityRejectedRequestsCount)},
 	}
+	metrics = append(metrics, Metric{Name: "uastack_connections_refused_total", Kind: "counter",
+		Help: "Connections turned away before their Hello was read (limits.maxChannelCount, admission).", Value: float64(d.connectionsRefused.Load())})
 	metrics = append(metrics, more...)
 	metrics = append(metrics,
 		Metric{Name: "uastack_go_goroutines", Kind: "gauge", Help: "Goroutines.", Value: float64(runtime.NumGoroutine())},

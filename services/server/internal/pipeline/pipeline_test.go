@@ -23,8 +23,16 @@ import (
 
 // testConn is a channel's state in the tests.
 type testConn struct {
+	p    *Pipeline[*testConn]
 	pipe Channel
 }
+
+func (c *testConn) Handle(ctx context.Context, req uasc.Request) { c.p.Handle(ctx, req, c, &c.pipe) }
+
+// testHandler makes a testConn per channel.
+type testHandler struct{ p *Pipeline[*testConn] }
+
+func (h testHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler { return &testConn{p: h.p} }
 
 // rig is a pipeline behind a real secure channel on loopback (None), its session table
 // and a client channel.
@@ -47,14 +55,7 @@ func newRig(t *testing.T, table []Service[*testConn], admit func(uasc.Request, *
 	p.Admit = admit
 	r.p = p
 	srv, err := uasc.NewServer(uasc.ServerConfig{Security: []uasc.SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}}},
-		func(ctx context.Context, req uasc.Request) {
-			c, _ := req.Channel.Local().(*testConn)
-			if c == nil {
-				c = new(testConn)
-				req.Channel.SetLocal(c)
-			}
-			p.Handle(ctx, req, c, &c.pipe)
-		})
+		testHandler{p})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

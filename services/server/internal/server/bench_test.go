@@ -128,6 +128,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 type benchSession struct {
 	srv   *Server
 	ch    *uasc.ServerChannel
+	c     *conn // the server's state of ch
 	conn  *discardConn
 	token codec.NodeId
 	spare codec.Structure // the request the server recycled last
@@ -154,22 +155,19 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	sec, err := channelSecurity(cfg)
 	require.NoError(tb, err)
 	var captured atomic.Pointer[uasc.ServerChannel]
+	// One channel is opened: its state serves its requests and the benchmark's own.
+	bsConn := &conn{s: srv}
 	channels, err := uasc.NewServer(uasc.ServerConfig{
 		Certificate: srv.cert.Raw,
 		Key:         srv.key,
 		Security:    sec,
 		// Only None channels are opened here.
 		ValidateCertificate: func([]*x509.Certificate) error { return status.BadCertificateUntrusted },
-		UACP: uacp.ServerConfig{Limits: uacp.Limits{
-			ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
-			SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
-			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
-			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
-		}},
-	}, func(ctx context.Context, req uasc.Request) {
+		UACP:                uacpConfig(cfg),
+	}, uasc.HandlerFunc(func(ctx context.Context, req uasc.Request) {
 		captured.Store(req.Channel)
-		srv.handle(ctx, req)
-	})
+		bsConn.Handle(ctx, req)
+	}))
 	require.NoError(tb, err)
 
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
@@ -207,7 +205,7 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	dc.discard.Store(true)
 	sc := captured.Load()
 	require.NotNil(tb, sc)
-	return &benchSession{srv: srv, ch: sc, conn: dc, token: token}
+	return &benchSession{srv: srv, ch: sc, c: bsConn, conn: dc, token: token}
 }
 
 // encodeBody returns the body of a MSG as the secure channel hands it to the decoder.
@@ -230,7 +228,7 @@ func (bs *benchSession) serve(tb testing.TB, ctx context.Context, d *codec.Decod
 		tb.Fatalf("decode: %v", err)
 	}
 	bs.spare = nil
-	bs.srv.handle(ctx, uasc.Request{RequestID: 1, Message: m, Channel: bs.ch})
+	bs.c.Handle(ctx, uasc.Request{RequestID: 1, Message: m, Channel: bs.ch})
 	if _, ok := m.(*ua.ReadRequest); ok { // no node manager is mounted: every Read is inline
 		bs.spare = m
 	}

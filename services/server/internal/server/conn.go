@@ -9,9 +9,16 @@ import (
 	"uastack.dev/services/server/internal/session"
 )
 
+// connHandler makes the server's state of each secure channel (uasc.Handler).
+type connHandler struct{ s *Server }
+
+// Channel returns the state of a new channel.
+func (h connHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler { return &conn{s: h.s} }
+
 // conn is the server's state of one secure channel, used only by the channel's reading
-// goroutine.
+// goroutine: the uasc.ChannelHandler of the channel.
 type conn struct {
+	s    *Server
 	pipe pipeline.Channel
 	// read is the memory of the channel's inline Reads.
 	read readState
@@ -21,16 +28,19 @@ type conn struct {
 	counted  *session.Session
 }
 
-// handle is the uasc Handler: it runs on the channel's reading goroutine and hands every
-// request to the pipeline with the channel's state.
-func (s *Server) handle(ctx context.Context, req uasc.Request) {
-	c, _ := req.Channel.Local().(*conn)
-	if c == nil {
-		c = new(conn)
-		req.Channel.SetLocal(c)
-	}
-	s.pipe.Handle(ctx, req, c, &c.pipe)
-}
+var (
+	_ uasc.ChannelHandler = (*conn)(nil)
+	_ uasc.Repeater       = (*conn)(nil)
+)
+
+// Handle hands a request of the channel to the pipeline with the channel's state; it
+// runs on the channel's reading goroutine.
+func (c *conn) Handle(ctx context.Context, req uasc.Request) { c.s.pipe.Handle(ctx, req, c, &c.pipe) }
+
+// RepeatRecycled opts the channel in to repeated requests: the inline Read hands back
+// its request unchanged (uasc.Request.Recycle), so a poll that repeats it is not decoded
+// again.
+func (c *conn) RepeatRecycled() bool { return true }
 
 // services is the service table (Part 4 §5): one row per service the server answers,
 // with its handler, whether it needs a session and whether it runs on a worker. Every

@@ -1,30 +1,26 @@
 package server
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
+	"net"
 
-	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/transport/uasc"
-	"uastack.dev/pkg/ua"
 )
 
-// lockoutKey names the client an ActivateSession comes from: the thumbprint of the
-// channel's client application certificate, else (SecurityPolicy None) the user name of a
-// UserNameIdentityToken or the SHA-1 of the certificate of an X509IdentityToken. The
-// secure channel does not expose the connection's remote address, so it cannot be the
-// key. An empty key (anonymous on None) is not counted.
-func lockoutKey(ch *uasc.ServerChannel, tok codec.ExtensionObject) string {
+// lockoutKey names the source an ActivateSession comes from, for the failed-login lockout
+// (security.maxFailedAuthenticationAttempts): the thumbprint of the client application
+// certificate the channel verified, or over SecurityPolicy None the peer's IP address.
+// Not the user name: keyed by name, anyone could lock a known user out by failing as that
+// user on purpose. Keyed by source, a client that fails locks out only itself (and,
+// behind one NAT address, the clients that share it), and one that tries many names is
+// stopped all the same.
+func lockoutKey(ch *uasc.ServerChannel) string {
 	if c := ch.ClientCertificate(); c != nil {
 		return "app:" + pki.Thumbprint(c)
 	}
-	switch t := tok.Value.(type) {
-	case *ua.UserNameIdentityToken:
-		return "user:" + t.UserName
-	case *ua.X509IdentityToken:
-		sum := sha1.Sum(t.CertificateData)
-		return "x509:" + hex.EncodeToString(sum[:])
+	addr := ch.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return "ip:" + host
 	}
-	return ""
+	return "addr:" + addr
 }

@@ -17,6 +17,7 @@ import (
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
@@ -194,9 +195,11 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 			MaxByteStringLength: cfg.Encoding.MaxByteStringLength,
 			MaxArrayLength:      cfg.Encoding.MaxArrayLength,
 		},
-		UACP: uacpConfig(cfg),
-		Now:  opts.Now, // nil: the channels may use a chunk's read time as the time
-	}, s.handle)
+		UACP:            uacpConfig(cfg),
+		MaxChannelCount: cfg.Limits.MaxChannelCount,
+		Refused:         s.refused,
+		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
+	}, connHandler{s})
 	if err != nil {
 		return nil, fmt.Errorf("secure channel server: %w", err)
 	}
@@ -212,6 +215,25 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		}
 	})
 	return s, nil
+}
+
+// uacpConfig is the connection protocol configuration of cfg.
+func uacpConfig(cfg *config.Config) uacp.ServerConfig {
+	return uacp.ServerConfig{Limits: uacp.Limits{
+		ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
+		SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
+		MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
+		MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
+	}}
+}
+
+// refused logs and counts a connection the accept loop turned away before reading it
+// (limits.maxChannelCount).
+func (s *Server) refused(r uasc.Refusal) {
+	s.diag.ConnectionRefused()
+	if r.MaxChannelCount > 0 {
+		s.log.Warn("connection refused: limits.maxChannelCount reached", "remote", r.Remote.String(), "max", r.MaxChannelCount, "answered", !r.Unanswered)
+	}
 }
 
 // managerTimeout bounds how long the server waits for the node managers to start, and to
@@ -314,7 +336,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 	registered := s.startRegistration(ctx)
-	err := s.serveChannels(ctx, ln)
+	err := s.channels.Serve(ctx, ln)
 	stopSim()
 	<-simDone
 	<-registered

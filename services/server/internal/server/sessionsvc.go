@@ -134,7 +134,7 @@ func (s *Server) activateSession(r pipeline.Request[*conn], m *ua.ActivateSessio
 	}
 	// A locked-out client is refused before its credentials are checked, so a correct
 	// password does not tell it apart (Security.MaxFailedAuthenticationAttempts).
-	key := lockoutKey(ch, m.UserIdentityToken)
+	key := lockoutKey(ch)
 	if s.failedLogins.Locked(key) {
 		s.log.Info("session activation refused: client locked out", "session", rec.SessionID)
 		return r.Fault(status.BadUserAccessDenied)

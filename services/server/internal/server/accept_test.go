@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +20,9 @@ import (
 	"uastack.dev/services/server/internal/config"
 )
 
-// TestMaxChannelCount checks limits.maxChannelCount with serveChannels: with one channel
-// open, a second connection gets ERR BadTcpNotEnoughResources in answer to its Hello;
-// once the first is closed, a new one is served.
+// TestMaxChannelCount checks limits.maxChannelCount: with one channel open, a second
+// connection gets ERR BadTcpNotEnoughResources in answer to its Hello and is counted in
+// the metrics; once the first is closed, a new one is served.
 func TestMaxChannelCount(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
@@ -38,7 +39,7 @@ func TestMaxChannelCount(t *testing.T) {
 	url := "opc.tcp://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.serveChannels(ctx, ln) }()
+	go func() { done <- s.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -63,6 +64,9 @@ func TestMaxChannelCount(t *testing.T) {
 		_, err = open()
 		require.ErrorIs(t, err, status.BadTcpNotEnoughResources)
 	}
+	var metrics strings.Builder
+	require.NoError(t, s.WriteMetrics(&metrics))
+	require.Contains(t, metrics.String(), "uastack_connections_refused_total 3\n")
 	require.NoError(t, first.Close())
 	require.Eventually(t, func() bool {
 		ch, err := open()
