@@ -25,13 +25,11 @@ import (
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
+	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 )
-
-// TransportProfileUATCP is the transport profile of opc.tcp with UA Binary (Part 7).
-const TransportProfileUATCP = "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary"
 
 // Config is the discovery service's configuration.
 type Config struct {
@@ -190,7 +188,7 @@ func (s *Service) selfEntry(sec []uasc.SecurityConfig) *discovery.Server {
 			EndpointUrl: s.cfg.EndpointURL, Server: app, ServerCertificate: s.cert.Raw,
 			SecurityMode: c.Mode, SecurityPolicyUri: c.PolicyURI,
 			UserIdentityTokens:  []ua.UserTokenPolicy{{PolicyId: "Anonymous", TokenType: ua.UserTokenTypeAnonymous}},
-			TransportProfileUri: TransportProfileUATCP, SecurityLevel: level,
+			TransportProfileUri: uacp.TransportProfile, SecurityLevel: level,
 		})
 	}
 	hosts := slices.Clone(s.cfg.Hostnames)
