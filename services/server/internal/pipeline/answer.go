@@ -28,7 +28,7 @@ func (a *Answerer) Respond(req uasc.Request, msg codec.Structure) {
 	a.Send(req, msg)
 }
 
-// Send is Respond for an answer the caller counted itself (the inline Read).
+// Send is Respond for an answer that is not to be observed.
 func (a *Answerer) Send(req uasc.Request, msg codec.Structure) {
 	if err := req.Respond(msg); err != nil {
 		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,55 +32,72 @@ type Service[C any] struct {
 	// the session is in Request.Principal.
 	Session bool
 	// Answer returns the answer to the request, which the pipeline sends.
-	Answer func(r Request[C]) codec.Structure
+	Answer func(r *Request[C]) codec.Structure
 	// Serve answers the request itself (Request.Respond), at once or later: a handler
 	// that parks the request, hands it to the queue or recycles it.
-	Serve func(r Request[C])
+	Serve func(r *Request[C])
+	// header returns the RequestHeader of a request of the row's type.
+	header func(m codec.Structure) *ua.RequestHeader
 }
 
-// Request is a request as its handler gets it: valid until the handler returns, but for
-// what it copies. A handler that answers later keeps the uasc.Request, not the Request.
+// Request is a request as its handler gets it. It lives in the channel's state and is
+// reused for the channel's next request: it is valid until the handler returns, and a
+// handler that answers later copies what it needs (the uasc.Request, the Principal).
 type Request[C any] struct {
 	Ctx context.Context
 	Req uasc.Request
 	// Header is the request's RequestHeader, inside Req.Message.
 	Header *ua.RequestHeader
 	// Principal is who the session is, for a service that needs one; it points into the
-	// channel's state and is overwritten by the channel's next request, so a handler
-	// that answers later copies it.
+	// channel's state, so a handler that answers later copies it.
 	Principal *nodemgr.Principal
 	// Conn is the state of the channel the request came on.
 	Conn C
+	now  time.Time
 	p    *Pipeline[C]
 }
 
 // Respond sends msg in answer to r.
-func (r Request[C]) Respond(msg codec.Structure) { r.p.Respond(r.Req, msg) }
+func (r *Request[C]) Respond(msg codec.Structure) { r.p.Respond(r.Req, msg) }
+
+// Send is Respond for an answer the caller counted itself (the inline Read): it is not
+// observed.
+func (r *Request[C]) Send(msg codec.Structure) {
+	if err := r.Req.Respond(msg); err != nil {
+		r.p.log.Debug("response not sent", "channel", r.Req.Channel.ID(), "err", err)
+	}
+}
 
 // Fault returns a ServiceFault answering r with code.
-func (r Request[C]) Fault(code status.Code) *ua.ServiceFault { return r.p.Fault(*r.Header, code) }
+func (r *Request[C]) Fault(code status.Code) *ua.ServiceFault { return r.p.Fault(*r.Header, code) }
 
 // ResponseHeader returns the ResponseHeader answering r with result, now.
-func (r Request[C]) ResponseHeader(result status.Code) ua.ResponseHeader {
+func (r *Request[C]) ResponseHeader(result status.Code) ua.ResponseHeader {
 	return r.p.Header(*r.Header, result)
 }
 
-// Now returns the time the request was read (see Answerer.TimeOf).
-func (r Request[C]) Now() time.Time { return r.p.TimeOf(r.Req) }
+// Now returns the time the request was read (see Answerer.TimeOf): a request answered at
+// once takes it for now and saves a clock reading.
+func (r *Request[C]) Now() time.Time { return r.now }
 
 // Enqueue hands job to the request queue as a job of stage StageService costing cost
 // operations, owned by r's session (see Pipeline.enqueue).
-func (r Request[C]) Enqueue(cost int, job func(*Pending)) {
+func (r *Request[C]) Enqueue(cost int, job func(*Pending)) {
 	key, _ := session.TokenKey(r.Header.AuthenticationToken)
 	r.p.enqueue(r.Ctx, r.Req, *r.Header, Owner{Channel: r.Req.Channel.ID(), Session: key}, cost, StageService, job)
 }
 
 // Channel is the pipeline's part of a channel's state: the memory of the session the
-// channel's requests named last and the Principal handed to its handlers. Only the
-// channel's reading goroutine uses it; the zero Channel is ready.
-type Channel struct {
-	Memory    session.Memory
-	principal nodemgr.Principal
+// channel's requests named last, the Request its handlers get, and the row of the last
+// request's type. Only the channel's reading goroutine uses it; the zero Channel is
+// ready.
+type Channel[C any] struct {
+	Memory session.Memory
+	req    Request[C]
+	// last and lastRow are the TypeInfo and row of the channel's last request: a
+	// client that polls repeats its type, and finds its row without the map.
+	last    *codec.TypeInfo
+	lastRow *Service[C]
 }
 
 // Config configures a Pipeline.
@@ -115,6 +133,7 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 		queue:    cfg.Queue,
 		rows:     make(map[*codec.TypeInfo]*Service[C], len(table)),
 	}
+	table = slices.Clone(table) // the rows are completed below
 	for i := range table {
 		row := &table[i]
 		ti := row.Request.TypeInfo()
@@ -126,8 +145,12 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 		case row.Worker && row.Answer == nil:
 			return nil, fmt.Errorf("pipeline: service %s runs on a worker and needs Answer", ti.Name)
 		}
-		if _, ok := row.Request.(ua.Request); !ok {
-			return nil, fmt.Errorf("pipeline: %s is not a request", ti.Name)
+		if row.header == nil {
+			// A row made by hand, not by Answers or Serves.
+			if _, ok := row.Request.(ua.Request); !ok {
+				return nil, fmt.Errorf("pipeline: %s is not a request", ti.Name)
+			}
+			row.header = func(m codec.Structure) *ua.RequestHeader { return m.(ua.Request).Header() }
 		}
 		p.rows[ti] = row
 	}
@@ -138,36 +161,42 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 // request's row (BadServiceUnsupported for none), asks Admit, checks the session and runs
 // the handler, inline or through the queue. conn is the server's state of the channel and
 // ch the pipeline's part of it.
-func (p *Pipeline[C]) Handle(ctx context.Context, req uasc.Request, conn C, ch *Channel) {
-	row := p.rows[req.Message.TypeInfo()]
-	ur, ok := req.Message.(ua.Request)
-	if row == nil || !ok {
-		p.Respond(req, p.Fault(ua.RequestHeaderOf(req.Message), status.BadServiceUnsupported))
-		return
+func (p *Pipeline[C]) Handle(ctx context.Context, req uasc.Request, conn C, ch *Channel[C]) {
+	ti, row := req.Message.TypeInfo(), ch.lastRow
+	if ti != ch.last {
+		row = p.rows[ti]
+		if row == nil {
+			p.Respond(req, p.Fault(ua.RequestHeaderOf(req.Message), status.BadServiceUnsupported))
+			return
+		}
+		ch.last, ch.lastRow = ti, row
 	}
-	h := ur.Header()
+	h := row.header(req.Message)
 	if p.Admit != nil {
 		if code := p.Admit(req, row); code != status.Good {
 			p.Respond(req, p.Fault(*h, code))
 			return
 		}
 	}
-	r := Request[C]{Ctx: ctx, Req: req, Header: h, Conn: conn, p: p}
+	// Field by field: a composite literal stored through r would be copied with the
+	// write barriers of a bulk move, for every request.
+	r := &ch.req
+	r.Ctx, r.Req, r.Header, r.Principal, r.Conn, r.now, r.p = ctx, req, h, nil, conn, p.TimeOf(req), p
 	if row.Session {
-		code := p.sessions.PrincipalAt(h.AuthenticationToken, req.Channel.ID(), p.TimeOf(req), &ch.principal, &ch.Memory)
+		principal, code := p.sessions.PrincipalAt(h.AuthenticationToken, req.Channel.ID(), r.now, &ch.Memory)
 		if code != status.Good {
 			p.Respond(req, p.Fault(*h, code))
 			return
 		}
-		r.Principal = &ch.principal
+		r.Principal = principal
 	}
 	switch {
 	case row.Worker:
-		// A copy for the job: r itself stays on the stack for the inline paths.
-		wr := r
+		// The job keeps a copy: the channel's Request is its next request's.
+		wr := *r
 		p.enqueue(ctx, req, *h, Owner{Channel: req.Channel.ID()}, 1, StageSession, func(pd *Pending) {
 			wr.Ctx = pd.Ctx
-			pd.Answer(row.Answer(wr))
+			pd.Answer(row.Answer(&wr))
 		})
 	case row.Answer != nil:
 		p.Respond(req, row.Answer(r))
@@ -235,32 +264,30 @@ const (
 	OnWorker
 )
 
-// Answers returns the row of the service whose requests are of type M, answered by f.
-func Answers[C any, M interface {
+// Message is a request message of type *T, as the generated types are.
+type Message[T any] interface {
 	codec.Structure
+	Header() *ua.RequestHeader
 	*T
-}, T any](f func(Request[C], M) codec.Structure, flags ...Flag) Service[C] {
+}
+
+// Answers returns the row of the service whose requests are of type M, answered by f.
+func Answers[C any, M Message[T], T any](f func(*Request[C], M) codec.Structure, flags ...Flag) Service[C] {
 	s := row[C, M](flags)
-	s.Answer = func(r Request[C]) codec.Structure { return f(r, r.Req.Message.(M)) }
+	s.Answer = func(r *Request[C]) codec.Structure { return f(r, r.Req.Message.(M)) }
 	return s
 }
 
 // Serves returns the row of the service whose requests are of type M, served by f, which
 // answers them itself.
-func Serves[C any, M interface {
-	codec.Structure
-	*T
-}, T any](f func(Request[C], M), flags ...Flag) Service[C] {
+func Serves[C any, M Message[T], T any](f func(*Request[C], M), flags ...Flag) Service[C] {
 	s := row[C, M](flags)
-	s.Serve = func(r Request[C]) { f(r, r.Req.Message.(M)) }
+	s.Serve = func(r *Request[C]) { f(r, r.Req.Message.(M)) }
 	return s
 }
 
-func row[C any, M interface {
-	codec.Structure
-	*T
-}, T any](flags []Flag) Service[C] {
-	s := Service[C]{Request: M(new(T))}
+func row[C any, M Message[T], T any](flags []Flag) Service[C] {
+	s := Service[C]{Request: M(new(T)), header: func(m codec.Structure) *ua.RequestHeader { return m.(M).Header() }}
 	for _, f := range flags {
 		s.Session = s.Session || f&NeedsSession != 0
 		s.Worker = s.Worker || f&OnWorker != 0
@@ -271,6 +298,6 @@ func row[C any, M interface {
 // Request returns the Request of req on a channel whose state is conn, as Handle would
 // hand it to a handler but without the table's checks: for a benchmark or test that
 // calls a handler directly.
-func (p *Pipeline[C]) Request(ctx context.Context, req uasc.Request, conn C) Request[C] {
-	return Request[C]{Ctx: ctx, Req: req, Header: req.Message.(ua.Request).Header(), Conn: conn, p: p}
+func (p *Pipeline[C]) Request(ctx context.Context, req uasc.Request, conn C) *Request[C] {
+	return &Request[C]{Ctx: ctx, Req: req, Header: req.Message.(ua.Request).Header(), Conn: conn, now: p.TimeOf(req), p: p}
 }

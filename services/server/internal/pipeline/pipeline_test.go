@@ -24,7 +24,7 @@ import (
 // testConn is a channel's state in the tests.
 type testConn struct {
 	p    *Pipeline[*testConn]
-	pipe Channel
+	pipe Channel[*testConn]
 }
 
 func (c *testConn) Handle(ctx context.Context, req uasc.Request) { c.p.Handle(ctx, req, c, &c.pipe) }
@@ -84,7 +84,7 @@ func (r *rig) session(t *testing.T, user string) codec.NodeId {
 
 // readAsUser answers a Read with the session's user name: a Serve row that needs a
 // session.
-func readAsUser(r Request[*testConn], m *ua.ReadRequest) {
+func readAsUser(r *Request[*testConn], m *ua.ReadRequest) {
 	r.Respond(&ua.ReadResponse{ResponseHeader: r.ResponseHeader(status.Good),
 		Results: []codec.DataValue{{Value: codec.StringVariant(r.Principal.UserName)}}})
 }
@@ -94,8 +94,8 @@ func readAsUser(r Request[*testConn], m *ua.ReadRequest) {
 func TestTable(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Now: time.Now, Queue: NewQueue(1, 1, 1, time.Now)}
-	answer := func(Request[int], *ua.BrowseRequest) codec.Structure { return nil }
-	serve := func(Request[int], *ua.BrowseRequest) {}
+	answer := func(*Request[int], *ua.BrowseRequest) codec.Structure { return nil }
+	serve := func(*Request[int], *ua.BrowseRequest) {}
 	for name, table := range map[string][]Service[int]{
 		"twice":      {Answers(answer), Serves(serve)},
 		"none":       {{Request: &ua.BrowseRequest{}}},
@@ -122,7 +122,7 @@ func TestHandle(t *testing.T) {
 	var r *rig
 	table := []Service[*testConn]{
 		Serves(readAsUser, NeedsSession),
-		Answers(func(req Request[*testConn], m *ua.BrowseRequest) codec.Structure {
+		Answers(func(req *Request[*testConn], m *ua.BrowseRequest) codec.Structure {
 			_, _, busy := r.p.Queue().Stats()
 			onWorker.Store(busy == 1 && req.Principal == nil)
 			return &ua.BrowseResponse{ResponseHeader: req.ResponseHeader(status.Good)}

@@ -14,7 +14,7 @@ import (
 // read answers Read (Part 4 §5.10.2): inline from the address space, or through the
 // request queue when an item reaches a mounted node manager (readRouted). Per-item
 // failures such as BadNodeIdUnknown and BadAttributeIdInvalid come from the owners.
-func (s *Server) read(r pipeline.Request[*conn], m *ua.ReadRequest) {
+func (s *Server) read(r *pipeline.Request[*conn], m *ua.ReadRequest) {
 	h := r.Header // m is recycled only after the response is encoded
 	if code := s.checkRead(m); code != status.Good {
 		r.Respond(r.Fault(code))
@@ -40,19 +40,20 @@ func (s *Server) read(r pipeline.Request[*conn], m *ua.ReadRequest) {
 		rs.resp.ResponseHeader = pipeline.HeaderAt(*h, status.Good, now)
 		rs.resp.Results = rs.op.Results
 		if s.diag.Enabled() {
-			r.Conn.countersOf(s, *h).Count(diagnostics.SvcRead, status.Good)
+			r.Conn.countersOf(s, &h.AuthenticationToken).Count(diagnostics.SvcRead, status.Good)
 		}
-		s.pipe.Send(r.Req, &rs.resp)
+		r.Send(&rs.resp)
 	})
 	rs.release()
 	r.Req.Recycle()
 }
 
 // countersOf returns the diagnostics counters of the session the channel remembers,
-// which the request with header h named: looked up again only when the session changed.
-func (c *conn) countersOf(s *Server, h ua.RequestHeader) *diagnostics.Counters {
+// whose authentication token the request named: looked up again only when the session
+// changed.
+func (c *conn) countersOf(s *Server, token *codec.NodeId) *diagnostics.Counters {
 	if live := c.pipe.Memory.Session(); live != c.counted {
-		c.counters, c.counted = s.diag.CountersOf(h.AuthenticationToken), live
+		c.counters, c.counted = s.diag.CountersOf(*token), live
 	}
 	return c.counters
 }
@@ -106,7 +107,7 @@ func checkTimestamps(ts ua.TimestampsToReturn) status.Code {
 // the nodes: inline when the Space owns them all, through the request queue when a
 // mounted manager owns one (writeRouted). Per-item failures such as BadNodeIdUnknown,
 // BadNotWritable and BadTypeMismatch come from the owners.
-func (s *Server) write(r pipeline.Request[*conn], m *ua.WriteRequest) {
+func (s *Server) write(r *pipeline.Request[*conn], m *ua.WriteRequest) {
 	if code := pipeline.CheckCount(len(m.NodesToWrite), s.cfg.OperationLimits.MaxNodesPerWrite); code != status.Good {
 		r.Respond(r.Fault(code))
 		return

@@ -14,7 +14,7 @@ import (
 // workers. CancelCount counts the requests answered this way; one answered a moment
 // earlier does not count. Requests served inline are answered before the next message
 // of the channel is read, so only queued and parked ones can be cancelled.
-func (s *Server) cancel(r pipeline.Request[*conn], m *ua.CancelRequest) codec.Structure {
+func (s *Server) cancel(r *pipeline.Request[*conn], m *ua.CancelRequest) codec.Structure {
 	n := uint32(s.pipe.Outstanding().Cancel(r.Header.AuthenticationToken, m.RequestHandle))
 	// Parked Publishes wait in the subscription engine, not in the registry: registering
 	// each would cost every Publish an allocation for the rare Cancel.

@@ -19,7 +19,7 @@ func (h connHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler { return &
 // goroutine: the uasc.ChannelHandler of the channel.
 type conn struct {
 	s    *Server
-	pipe pipeline.Channel
+	pipe pipeline.Channel[*conn]
 	// read is the memory of the channel's inline Reads.
 	read readState
 	// counters are the diagnostics counters of counted, the session the pipeline's

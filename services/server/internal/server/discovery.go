@@ -41,7 +41,7 @@ func (s *Server) discoveryCache() *discovery.Cache {
 // getEndpoints answers GetEndpoints (Part 4 §5.4.4) from the discovery cache: every
 // endpoint, or those whose transport profile ProfileUris names, with the host the client
 // called where the server is reached by it.
-func (s *Server) getEndpoints(r pipeline.Request[*conn], m *ua.GetEndpointsRequest) {
+func (s *Server) getEndpoints(r *pipeline.Request[*conn], m *ua.GetEndpointsRequest) {
 	a := s.discoveryCache().GetEndpoints(selfKey, m, codec.DateTimeOf(r.Now()))
 	r.Respond(a)
 	a.Release()
@@ -49,7 +49,7 @@ func (s *Server) getEndpoints(r pipeline.Request[*conn], m *ua.GetEndpointsReque
 
 // findServers answers FindServers (Part 4 §5.4.2) with this server's
 // ApplicationDescription, unless ServerUris is set and does not name it.
-func (s *Server) findServers(r pipeline.Request[*conn], m *ua.FindServersRequest) {
+func (s *Server) findServers(r *pipeline.Request[*conn], m *ua.FindServersRequest) {
 	a := s.discoveryCache().FindServers(m, codec.DateTimeOf(r.Now()))
 	r.Respond(a)
 	a.Release()

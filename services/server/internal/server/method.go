@@ -13,7 +13,7 @@ import (
 // handlers. The handlers of the Space's Methods are fast, so a Call of them only is
 // answered inline like Read; one that reaches a mounted manager goes through the request
 // queue (callRouted).
-func (s *Server) call(r pipeline.Request[*conn], m *ua.CallRequest) {
+func (s *Server) call(r *pipeline.Request[*conn], m *ua.CallRequest) {
 	if code := pipeline.CheckCount(len(m.MethodsToCall), s.cfg.OperationLimits.MaxNodesPerMethodCall); code != status.Good {
 		r.Respond(r.Fault(code))
 		return

@@ -16,7 +16,7 @@ import (
 // createMonitoredItems answers CreateMonitoredItems (Part 4 §5.12.2). Items of the
 // address space are checked by reading them as the session's user; the node's
 // MinimumSamplingInterval and, for a percent deadband, its EURange are read too.
-func (s *Server) createMonitoredItems(r pipeline.Request[*conn], m *ua.CreateMonitoredItemsRequest) codec.Structure {
+func (s *Server) createMonitoredItems(r *pipeline.Request[*conn], m *ua.CreateMonitoredItemsRequest) codec.Structure {
 	ctx, p := r.Ctx, r.Principal
 	code := pipeline.CheckCount(len(m.ItemsToCreate), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
 	if code == status.Good {
@@ -203,7 +203,7 @@ func (s *Server) euRange(ctx context.Context, node codec.NodeId) (ua.Range, bool
 }
 
 // modifyMonitoredItems answers ModifyMonitoredItems (Part 4 §5.12.3).
-func (s *Server) modifyMonitoredItems(r pipeline.Request[*conn], m *ua.ModifyMonitoredItemsRequest) codec.Structure {
+func (s *Server) modifyMonitoredItems(r *pipeline.Request[*conn], m *ua.ModifyMonitoredItemsRequest) codec.Structure {
 	ctx, p := r.Ctx, r.Principal
 	code := pipeline.CheckCount(len(m.ItemsToModify), s.cfg.OperationLimits.MaxMonitoredItemsPerCall)
 	if code == status.Good {
@@ -256,7 +256,7 @@ func (s *Server) modifyMonitoredItems(r pipeline.Request[*conn], m *ua.ModifyMon
 }
 
 // deleteMonitoredItems answers DeleteMonitoredItems (Part 4 §5.12.6).
-func (s *Server) deleteMonitoredItems(r pipeline.Request[*conn], m *ua.DeleteMonitoredItemsRequest) codec.Structure {
+func (s *Server) deleteMonitoredItems(r *pipeline.Request[*conn], m *ua.DeleteMonitoredItemsRequest) codec.Structure {
 	p := r.Principal
 	if code := pipeline.CheckCount(len(m.MonitoredItemIds), s.cfg.OperationLimits.MaxMonitoredItemsPerCall); code != status.Good {
 		return r.Fault(code)
@@ -269,7 +269,7 @@ func (s *Server) deleteMonitoredItems(r pipeline.Request[*conn], m *ua.DeleteMon
 }
 
 // setMonitoringMode answers SetMonitoringMode (Part 4 §5.12.4).
-func (s *Server) setMonitoringMode(r pipeline.Request[*conn], m *ua.SetMonitoringModeRequest) codec.Structure {
+func (s *Server) setMonitoringMode(r *pipeline.Request[*conn], m *ua.SetMonitoringModeRequest) codec.Structure {
 	p := r.Principal
 	if code := pipeline.CheckCount(len(m.MonitoredItemIds), s.cfg.OperationLimits.MaxMonitoredItemsPerCall); code != status.Good {
 		return r.Fault(code)
@@ -282,7 +282,7 @@ func (s *Server) setMonitoringMode(r pipeline.Request[*conn], m *ua.SetMonitorin
 }
 
 // setTriggering answers SetTriggering (Part 4 §5.12.5).
-func (s *Server) setTriggering(r pipeline.Request[*conn], m *ua.SetTriggeringRequest) codec.Structure {
+func (s *Server) setTriggering(r *pipeline.Request[*conn], m *ua.SetTriggeringRequest) codec.Structure {
 	p := r.Principal
 	if code := pipeline.CheckCount(len(m.LinksToAdd)+len(m.LinksToRemove), s.cfg.OperationLimits.MaxMonitoredItemsPerCall); code != status.Good {
 		return r.Fault(code)

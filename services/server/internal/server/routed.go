@@ -17,7 +17,7 @@ import (
 // late result is dropped.
 
 // readRouted is Read (Part 4 §5.10.2) through the request queue.
-func (s *Server) readRouted(r pipeline.Request[*conn], m *ua.ReadRequest) {
+func (s *Server) readRouted(r *pipeline.Request[*conn], m *ua.ReadRequest) {
 	principal := *r.Principal
 	r.Enqueue(len(m.NodesToRead), func(p *pipeline.Pending) {
 		op := &nodemgr.ReadOp{
@@ -34,7 +34,7 @@ func (s *Server) readRouted(r pipeline.Request[*conn], m *ua.ReadRequest) {
 }
 
 // writeRouted is Write (Part 4 §5.10.4) through the request queue.
-func (s *Server) writeRouted(r pipeline.Request[*conn], m *ua.WriteRequest) {
+func (s *Server) writeRouted(r *pipeline.Request[*conn], m *ua.WriteRequest) {
 	principal := *r.Principal
 	r.Enqueue(len(m.NodesToWrite), func(p *pipeline.Pending) {
 		op := &nodemgr.WriteOp{Principal: principal, Items: m.NodesToWrite, Results: make([]status.Code, len(m.NodesToWrite))}
@@ -45,7 +45,7 @@ func (s *Server) writeRouted(r pipeline.Request[*conn], m *ua.WriteRequest) {
 }
 
 // callRouted is Call (Part 4 §5.11.2) through the request queue.
-func (s *Server) callRouted(r pipeline.Request[*conn], m *ua.CallRequest) {
+func (s *Server) callRouted(r *pipeline.Request[*conn], m *ua.CallRequest) {
 	principal := *r.Principal
 	r.Enqueue(len(m.MethodsToCall), func(p *pipeline.Pending) {
 		op := &nodemgr.CallOp{Principal: principal, Items: m.MethodsToCall, Results: make([]ua.CallMethodResult, len(m.MethodsToCall))}
@@ -58,7 +58,7 @@ func (s *Server) callRouted(r pipeline.Request[*conn], m *ua.CallRequest) {
 // browseRouted is Browse (Part 4 §5.9.2) through the request queue; the references are
 // complete before the continuation points are taken, so BrowseNext never reaches a
 // manager.
-func (s *Server) browseRouted(r pipeline.Request[*conn], m *ua.BrowseRequest) {
+func (s *Server) browseRouted(r *pipeline.Request[*conn], m *ua.BrowseRequest) {
 	principal, h, channelID := *r.Principal, *r.Header, r.Req.Channel.ID()
 	perNode := int(m.RequestedMaxReferencesPerNode)
 	r.Enqueue(len(m.NodesToBrowse), func(p *pipeline.Pending) {
@@ -73,7 +73,7 @@ func (s *Server) browseRouted(r pipeline.Request[*conn], m *ua.BrowseRequest) {
 
 // translateRouted is TranslateBrowsePathsToNodeIds (Part 4 §5.9.4) through the request
 // queue.
-func (s *Server) translateRouted(r pipeline.Request[*conn], m *ua.TranslateBrowsePathsToNodeIdsRequest) {
+func (s *Server) translateRouted(r *pipeline.Request[*conn], m *ua.TranslateBrowsePathsToNodeIdsRequest) {
 	principal := *r.Principal
 	r.Enqueue(len(m.BrowsePaths), func(p *pipeline.Pending) {
 		s.routes.Translate(p.Ctx, principal, m.BrowsePaths, func(results []ua.BrowsePathResult) {

@@ -35,7 +35,7 @@ func (s *Server) reviseTimeout(ms float64) time.Duration {
 // nonce must have at least 32 bytes, the client certificate must be the channel's, and
 // the response carries the server's signature over ClientCertificate || ClientNonce made
 // with the channel's SecurityPolicy.
-func (s *Server) createSession(r pipeline.Request[*conn], m *ua.CreateSessionRequest) (answer codec.Structure) {
+func (s *Server) createSession(r *pipeline.Request[*conn], m *ua.CreateSessionRequest) (answer codec.Structure) {
 	defer func() { s.diag.SessionAnswer(answer) }()
 	ch := r.Req.Channel
 	secure := ch.SecurityPolicyURI() != policy.URINone
@@ -103,7 +103,7 @@ func (s *Server) createSession(r pipeline.Request[*conn], m *ua.CreateSessionReq
 // session's client certificate, which must also be the channel's. The identity token is
 // then checked (identify); on success the session is bound to the channel and a new
 // server nonce returned. A failure leaves the session as it was.
-func (s *Server) activateSession(r pipeline.Request[*conn], m *ua.ActivateSessionRequest) (answer codec.Structure) {
+func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessionRequest) (answer codec.Structure) {
 	defer func() { s.diag.SessionAnswer(answer) }()
 	ch, h := r.Req.Channel, m.RequestHeader
 	rec, clientCert, code := s.sessions.Lookup(h.AuthenticationToken)
@@ -265,7 +265,7 @@ func (s *Server) userPassword(uri string, mode ua.MessageSecurityMode, t *ua.Use
 
 // closeSession answers CloseSession (Part 4 §5.6.4): the session and its continuation
 // points are dropped, and its subscriptions when DeleteSubscriptions is set.
-func (s *Server) closeSession(r pipeline.Request[*conn], m *ua.CloseSessionRequest) codec.Structure {
+func (s *Server) closeSession(r *pipeline.Request[*conn], m *ua.CloseSessionRequest) codec.Structure {
 	if code := s.sessions.Close(m.RequestHeader.AuthenticationToken, r.Req.Channel.ID(), m.DeleteSubscriptions); code != status.Good {
 		return r.Fault(code)
 	}

@@ -38,7 +38,7 @@ func subscriptionParams(interval float64, lifetime, keepAlive, maxNotif uint32, 
 }
 
 // createSubscription answers CreateSubscription (Part 4 §5.13.2).
-func (s *Server) createSubscription(r pipeline.Request[*conn], m *ua.CreateSubscriptionRequest) codec.Structure {
+func (s *Server) createSubscription(r *pipeline.Request[*conn], m *ua.CreateSubscriptionRequest) codec.Structure {
 	p := r.Principal
 	subID, rev, code := s.subs.Create(p.SessionID, ownerKey(*p, r.Req.Channel), subscriptionParams(m.RequestedPublishingInterval,
 		m.RequestedLifetimeCount, m.RequestedMaxKeepAliveCount, m.MaxNotificationsPerPublish, m.Priority), m.PublishingEnabled)
@@ -52,7 +52,7 @@ func (s *Server) createSubscription(r pipeline.Request[*conn], m *ua.CreateSubsc
 }
 
 // modifySubscription answers ModifySubscription (Part 4 §5.13.3).
-func (s *Server) modifySubscription(r pipeline.Request[*conn], m *ua.ModifySubscriptionRequest) codec.Structure {
+func (s *Server) modifySubscription(r *pipeline.Request[*conn], m *ua.ModifySubscriptionRequest) codec.Structure {
 	p := r.Principal
 	rev, code := s.subs.Modify(p.SessionID, m.SubscriptionId, subscriptionParams(m.RequestedPublishingInterval,
 		m.RequestedLifetimeCount, m.RequestedMaxKeepAliveCount, m.MaxNotificationsPerPublish, m.Priority))
@@ -65,7 +65,7 @@ func (s *Server) modifySubscription(r pipeline.Request[*conn], m *ua.ModifySubsc
 }
 
 // setPublishingMode answers SetPublishingMode (Part 4 §5.13.4).
-func (s *Server) setPublishingMode(r pipeline.Request[*conn], m *ua.SetPublishingModeRequest) codec.Structure {
+func (s *Server) setPublishingMode(r *pipeline.Request[*conn], m *ua.SetPublishingModeRequest) codec.Structure {
 	p := r.Principal
 	if code := pipeline.CheckCount(len(m.SubscriptionIds), 0); code != status.Good {
 		return r.Fault(code)
@@ -75,7 +75,7 @@ func (s *Server) setPublishingMode(r pipeline.Request[*conn], m *ua.SetPublishin
 }
 
 // deleteSubscriptions answers DeleteSubscriptions (Part 4 §5.13.8).
-func (s *Server) deleteSubscriptions(r pipeline.Request[*conn], m *ua.DeleteSubscriptionsRequest) codec.Structure {
+func (s *Server) deleteSubscriptions(r *pipeline.Request[*conn], m *ua.DeleteSubscriptionsRequest) codec.Structure {
 	p := r.Principal
 	if code := pipeline.CheckCount(len(m.SubscriptionIds), 0); code != status.Good {
 		return r.Fault(code)
@@ -90,7 +90,7 @@ func (s *Server) deleteSubscriptions(r pipeline.Request[*conn], m *ua.DeleteSubs
 }
 
 // transferSubscriptions answers TransferSubscriptions (Part 4 §5.13.7).
-func (s *Server) transferSubscriptions(r pipeline.Request[*conn], m *ua.TransferSubscriptionsRequest) codec.Structure {
+func (s *Server) transferSubscriptions(r *pipeline.Request[*conn], m *ua.TransferSubscriptionsRequest) codec.Structure {
 	p := r.Principal
 	if code := pipeline.CheckCount(len(m.SubscriptionIds), 0); code != status.Good {
 		return r.Fault(code)
@@ -100,7 +100,7 @@ func (s *Server) transferSubscriptions(r pipeline.Request[*conn], m *ua.Transfer
 }
 
 // republish answers Republish (Part 4 §5.13.6).
-func (s *Server) republish(r pipeline.Request[*conn], m *ua.RepublishRequest) {
+func (s *Server) republish(r *pipeline.Request[*conn], m *ua.RepublishRequest) {
 	code := s.subs.Republish(r.Principal.SessionID, m.SubscriptionId, m.RetransmitSequenceNumber, func(nm *ua.NotificationMessage) {
 		r.Respond(&ua.RepublishResponse{ResponseHeader: r.ResponseHeader(status.Good), NotificationMessage: *nm})
 	})
@@ -111,7 +111,7 @@ func (s *Server) republish(r pipeline.Request[*conn], m *ua.RepublishRequest) {
 
 // publish answers Publish (Part 4 §5.13.5): the request is parked in its session's
 // queue, as a pooled record and nothing else, until a publishing cycle answers it.
-func (s *Server) publish(r pipeline.Request[*conn], m *ua.PublishRequest) {
+func (s *Server) publish(r *pipeline.Request[*conn], m *ua.PublishRequest) {
 	h, p := r.Header, r.Principal
 	var deadline time.Time
 	if h.TimeoutHint > 0 {

@@ -15,7 +15,7 @@ import (
 // result is BadNoContinuationPoints). A Browse that reaches a mounted node manager, or a
 // Space node with references into one, goes through the request queue (browseRouted);
 // otherwise the Space answers inline.
-func (s *Server) browse(r pipeline.Request[*conn], m *ua.BrowseRequest) {
+func (s *Server) browse(r *pipeline.Request[*conn], m *ua.BrowseRequest) {
 	if code := pipeline.CheckCount(len(m.NodesToBrowse), s.cfg.OperationLimits.MaxNodesPerBrowse); code != status.Good {
 		r.Respond(r.Fault(code))
 		return
@@ -65,7 +65,7 @@ func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []no
 // browseNext answers BrowseNext (Part 4 §5.9.3) from the session's continuation points:
 // an unknown one is BadContinuationPointInvalid; a used one is replaced by a new one while
 // references remain; ReleaseContinuationPoints frees them and returns no references.
-func (s *Server) browseNext(r pipeline.Request[*conn], m *ua.BrowseNextRequest) codec.Structure {
+func (s *Server) browseNext(r *pipeline.Request[*conn], m *ua.BrowseNextRequest) codec.Structure {
 	if code := pipeline.CheckCount(len(m.ContinuationPoints), s.cfg.OperationLimits.MaxNodesPerBrowse); code != status.Good {
 		return r.Fault(code)
 	}
@@ -100,7 +100,7 @@ func (s *Server) browseNext(r pipeline.Request[*conn], m *ua.BrowseNextRequest) 
 // translate answers TranslateBrowsePathsToNodeIds (Part 4 §5.9.4). Without mounted
 // managers the Space resolves the paths inline; with them any path may cross into a
 // manager, so the request goes through the queue (translateRouted).
-func (s *Server) translate(r pipeline.Request[*conn], m *ua.TranslateBrowsePathsToNodeIdsRequest) {
+func (s *Server) translate(r *pipeline.Request[*conn], m *ua.TranslateBrowsePathsToNodeIdsRequest) {
 	if code := pipeline.CheckCount(len(m.BrowsePaths), s.cfg.OperationLimits.MaxNodesPerTranslateBrowsePathsToNodeIds); code != status.Good {
 		r.Respond(r.Fault(code))
 		return
@@ -118,7 +118,7 @@ func (s *Server) translate(r pipeline.Request[*conn], m *ua.TranslateBrowsePaths
 // from its NodeId already, so the registered ids are the given ones, which the service
 // allows; nothing is kept per session. The checks are those of any service: the session,
 // BadNothingToDo and BadTooManyOperations (OperationLimits.MaxNodesPerRegisterNodes).
-func (s *Server) registerNodes(r pipeline.Request[*conn], m *ua.RegisterNodesRequest) codec.Structure {
+func (s *Server) registerNodes(r *pipeline.Request[*conn], m *ua.RegisterNodesRequest) codec.Structure {
 	if code := pipeline.CheckCount(len(m.NodesToRegister), s.cfg.OperationLimits.MaxNodesPerRegisterNodes); code != status.Good {
 		return r.Fault(code)
 	}
@@ -127,7 +127,7 @@ func (s *Server) registerNodes(r pipeline.Request[*conn], m *ua.RegisterNodesReq
 
 // unregisterNodes answers UnregisterNodes (Part 4 §5.9.6) with the checks of
 // registerNodes; there is nothing to release.
-func (s *Server) unregisterNodes(r pipeline.Request[*conn], m *ua.UnregisterNodesRequest) codec.Structure {
+func (s *Server) unregisterNodes(r *pipeline.Request[*conn], m *ua.UnregisterNodesRequest) codec.Structure {
 	if code := pipeline.CheckCount(len(m.NodesToUnregister), s.cfg.OperationLimits.MaxNodesPerRegisterNodes); code != status.Good {
 		return r.Fault(code)
 	}

@@ -24,38 +24,34 @@ type Memory struct {
 // session beside m compares it to know when to refill that state.
 func (m *Memory) Session() *Session { return m.s }
 
-// remembered returns the session m holds for token while its epoch stays, else nil; m
-// may be nil.
+// remembered returns the session m holds for token while its epoch stays, else nil.
 func (m *Memory) remembered(token codec.NodeId) *Session {
-	if m == nil || m.s == nil || m.s.epoch.Load() != m.epoch || token != m.token {
+	if m.s == nil || m.s.epoch.Load() != m.epoch || token != m.token {
 		return nil
 	}
 	return m.s
 }
 
-// PrincipalAt sets *p to who the activated session of token is, at time now, with the
-// checks of Active: the Principal copied once, into the caller's operation. m, when not
-// nil, is the memory of the channel the request was read on: a request naming the session
-// it remembers is answered from there, and any other refills it (or clears it, when the
-// checks fail).
-func (t *Table) PrincipalAt(token codec.NodeId, channelID uint32, now time.Time, p *nodemgr.Principal, m *Memory) status.Code {
+// PrincipalAt returns who the activated session of token is, at time now, with the
+// checks of Active. m is the memory of the channel the request was read on: a request
+// naming the session it remembers is answered from there, without the table's lock, and
+// any other refills it (or clears it, when the checks fail). The Principal returned lives
+// in m: it is valid, and must not be modified, until m's next use.
+func (t *Table) PrincipalAt(token codec.NodeId, channelID uint32, now time.Time, m *Memory) (*nodemgr.Principal, status.Code) {
 	if s := m.remembered(token); s != nil {
-		// The timeout checked in seen's own units: this runs for every Read.
+		// The timeout checked in seen's own units: this runs for every request.
 		if at := t.since(now); time.Duration(at-s.seen.Load()) <= s.timeout {
 			s.touch(at)
-			*p = m.principal
-			return status.Good
+			return &m.principal, status.Good
 		}
 	}
 	code := t.activeAt(token, channelID, now, func(s *Session) status.Code {
-		*p = s.rec.Identity
-		if m != nil {
-			*m = Memory{token: token, s: s, epoch: s.epoch.Load(), principal: s.rec.Identity}
-		}
+		*m = Memory{token: token, s: s, epoch: s.epoch.Load(), principal: s.rec.Identity}
 		return status.Good
 	})
-	if code != status.Good && m != nil {
+	if code != status.Good {
 		*m = Memory{}
+		return nil, code
 	}
-	return code
+	return &m.principal, status.Good
 }

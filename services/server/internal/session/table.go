@@ -342,9 +342,12 @@ func (t *Table) activeAt(token codec.NodeId, channelID uint32, now time.Time, fn
 
 // Principal returns who the activated session of token is, with the checks of Active.
 func (t *Table) Principal(token codec.NodeId, channelID uint32) (nodemgr.Principal, status.Code) {
-	var p nodemgr.Principal
-	code := t.PrincipalAt(token, channelID, t.now(), &p, nil)
-	return p, code
+	var m Memory
+	p, code := t.PrincipalAt(token, channelID, t.now(), &m)
+	if code != status.Good {
+		return nodemgr.Principal{}, code
+	}
+	return *p, status.Good
 }
 
 // Close ends the session of token (CloseSession), and its subscriptions when
