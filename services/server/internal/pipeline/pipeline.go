@@ -92,6 +92,8 @@ func (r *Request[C]) Enqueue(cost int, job func(*Pending)) {
 // request's type. Only the channel's reading goroutine uses it; the zero Channel is
 // ready.
 type Channel[C any] struct {
+	p      *Pipeline[C]
+	conn   C
 	Memory session.Memory
 	req    Request[C]
 	// last and lastRow are the TypeInfo and row of the channel's last request: a
@@ -108,6 +110,10 @@ type Config struct {
 	Queue    *Queue
 	// Answered, when set, is told of every answer sent (but Answerer.Send's).
 	Answered func(req, resp codec.Structure)
+	// Repeat says the handlers hand the requests they answer inline back unchanged
+	// (uasc.Request.Recycle), so that the channels may hand out a repeated request
+	// without decoding it (uasc.Repeater).
+	Repeat bool
 }
 
 // Pipeline dispatches the requests of a server's channels through its service table.
@@ -118,6 +124,7 @@ type Pipeline[C any] struct {
 	queue       *Queue
 	outstanding Outstanding
 	rows        map[*codec.TypeInfo]*Service[C]
+	repeat      bool
 	stopping    atomic.Bool
 	// Admit, when set before serving, is asked about every request of a known service
 	// before anything else is done for it; a status other than Good refuses the request
@@ -132,6 +139,7 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 		sessions: cfg.Sessions,
 		queue:    cfg.Queue,
 		rows:     make(map[*codec.TypeInfo]*Service[C], len(table)),
+		repeat:   cfg.Repeat,
 	}
 	table = slices.Clone(table) // the rows are completed below
 	for i := range table {
@@ -157,11 +165,24 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 	return p, nil
 }
 
-// Handle is the request handling of a channel, on its reading goroutine: it finds the
-// request's row (BadServiceUnsupported for none), asks Admit, checks the session and runs
-// the handler, inline or through the queue. conn is the server's state of the channel and
-// ch the pipeline's part of it.
-func (p *Pipeline[C]) Handle(ctx context.Context, req uasc.Request, conn C, ch *Channel[C]) {
+// Open makes ch, the pipeline's part of the state conn of a channel, the channel's
+// uasc.ChannelHandler (Channel.Handle).
+func (p *Pipeline[C]) Open(ch *Channel[C], conn C) { ch.p, ch.conn = p, conn }
+
+var (
+	_ uasc.ChannelHandler = (*Channel[int])(nil)
+	_ uasc.Repeater       = (*Channel[int])(nil)
+)
+
+// RepeatRecycled opts the channel in to repeated requests (uasc.Repeater) when the
+// pipeline's handlers hand requests back unchanged (Config.Repeat).
+func (ch *Channel[C]) RepeatRecycled() bool { return ch.p.repeat }
+
+// Handle is the request handling of a channel opened with Open, on its reading
+// goroutine: it finds the request's row (BadServiceUnsupported for none), asks Admit,
+// checks the session and runs the handler, inline or through the queue.
+func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
+	p := ch.p
 	ti, row := req.Message.TypeInfo(), ch.lastRow
 	if ti != ch.last {
 		row = p.rows[ti]
@@ -181,7 +202,7 @@ func (p *Pipeline[C]) Handle(ctx context.Context, req uasc.Request, conn C, ch *
 	// Field by field: a composite literal stored through r would be copied with the
 	// write barriers of a bulk move, for every request.
 	r := &ch.req
-	r.Ctx, r.Req, r.Header, r.Principal, r.Conn, r.now, r.p = ctx, req, h, nil, conn, p.TimeOf(req), p
+	r.Ctx, r.Req, r.Header, r.Principal, r.Conn, r.now, r.p = ctx, req, h, nil, ch.conn, p.TimeOf(req), p
 	if row.Session {
 		principal, code := p.sessions.PrincipalAt(h.AuthenticationToken, req.Channel.ID(), r.now, &ch.Memory)
 		if code != status.Good {

@@ -23,16 +23,17 @@ import (
 
 // testConn is a channel's state in the tests.
 type testConn struct {
-	p    *Pipeline[*testConn]
 	pipe Channel[*testConn]
 }
-
-func (c *testConn) Handle(ctx context.Context, req uasc.Request) { c.p.Handle(ctx, req, c, &c.pipe) }
 
 // testHandler makes a testConn per channel.
 type testHandler struct{ p *Pipeline[*testConn] }
 
-func (h testHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler { return &testConn{p: h.p} }
+func (h testHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler {
+	c := new(testConn)
+	h.p.Open(&c.pipe, c)
+	return &c.pipe
+}
 
 // rig is a pipeline behind a real secure channel on loopback (None), its session table
 // and a client channel.

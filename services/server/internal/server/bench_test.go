@@ -25,6 +25,7 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/demo"
+	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
 )
 
@@ -128,7 +129,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 type benchSession struct {
 	srv   *Server
 	ch    *uasc.ServerChannel
-	c     *conn // the server's state of ch
+	c     *pipeline.Channel[*conn] // the server's state of ch, its handler
 	conn  *discardConn
 	token codec.NodeId
 	spare codec.Structure // the request the server recycled last
@@ -156,7 +157,7 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	require.NoError(tb, err)
 	var captured atomic.Pointer[uasc.ServerChannel]
 	// One channel is opened: its state serves its requests and the benchmark's own.
-	bsConn := &conn{s: srv}
+	bsConn := srv.newConn()
 	channels, err := uasc.NewServer(uasc.ServerConfig{
 		Certificate: srv.cert.Raw,
 		Key:         srv.key,

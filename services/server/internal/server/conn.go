@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/pipeline"
@@ -12,13 +10,20 @@ import (
 // connHandler makes the server's state of each secure channel (uasc.Handler).
 type connHandler struct{ s *Server }
 
-// Channel returns the state of a new channel.
-func (h connHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler { return &conn{s: h.s} }
+// Channel returns the handler of a new channel: the pipeline's part of its state.
+func (h connHandler) Channel(*uasc.ServerChannel) uasc.ChannelHandler { return h.s.newConn() }
+
+// newConn returns the state of a new channel, opened in the pipeline.
+func (s *Server) newConn() *pipeline.Channel[*conn] {
+	c := new(conn)
+	s.pipe.Open(&c.pipe, c)
+	return &c.pipe
+}
 
 // conn is the server's state of one secure channel, used only by the channel's reading
-// goroutine: the uasc.ChannelHandler of the channel.
+// goroutine.
 type conn struct {
-	s    *Server
+	// pipe is the pipeline's part, and the channel's uasc.ChannelHandler.
 	pipe pipeline.Channel[*conn]
 	// read is the memory of the channel's inline Reads.
 	read readState
@@ -27,20 +32,6 @@ type conn struct {
 	counters *diagnostics.Counters
 	counted  *session.Session
 }
-
-var (
-	_ uasc.ChannelHandler = (*conn)(nil)
-	_ uasc.Repeater       = (*conn)(nil)
-)
-
-// Handle hands a request of the channel to the pipeline with the channel's state; it
-// runs on the channel's reading goroutine.
-func (c *conn) Handle(ctx context.Context, req uasc.Request) { c.s.pipe.Handle(ctx, req, c, &c.pipe) }
-
-// RepeatRecycled opts the channel in to repeated requests: the inline Read hands back
-// its request unchanged (uasc.Request.Recycle), so a poll that repeats it is not decoded
-// again.
-func (c *conn) RepeatRecycled() bool { return true }
 
 // services is the service table (Part 4 §5): one row per service the server answers,
 // with its handler, whether it needs a session and whether it runs on a worker. Every

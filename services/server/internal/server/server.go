@@ -163,6 +163,9 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		Queue: pipeline.NewQueue(cfg.Limits.MaxQueuedRequestCount,
 			cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now),
 		Answered: s.diag.Answered,
+		// The inline Read hands its request back unchanged, so a poll that repeats it
+		// is not decoded again.
+		Repeat: true,
 	}, s.services())
 	if err != nil {
 		return nil, err
