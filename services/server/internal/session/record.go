@@ -61,7 +61,7 @@ func (r *Record) EncodeBinary(e *codec.Encoder) {
 	e.ByteString(r.ServerNonce)
 	e.UInt32(r.ChannelID)
 	e.Boolean(r.Activated)
-	encodePrincipal(e, &r.Identity)
+	r.Identity.EncodeBinary(e)
 	e.String(r.SecurityPolicyURI)
 	e.Int32(int32(r.SecurityMode))
 	encodeStrings(e, r.LocaleIDs)
@@ -86,36 +86,11 @@ func (r *Record) DecodeBinary(d *codec.Decoder) {
 	r.ServerNonce = d.ByteString()
 	r.ChannelID = d.UInt32()
 	r.Activated = d.Boolean()
-	decodePrincipal(d, &r.Identity)
+	r.Identity.DecodeBinary(d)
 	r.SecurityPolicyURI = d.String()
 	r.SecurityMode = ua.MessageSecurityMode(d.Int32())
 	r.LocaleIDs = decodeStrings(d)
 	r.CreatedAt = d.DateTime()
-}
-
-func encodePrincipal(e *codec.Encoder, p *nodemgr.Principal) {
-	e.NodeId(p.SessionID)
-	e.Boolean(p.Anonymous)
-	e.String(p.UserName)
-	e.String(p.Thumbprint)
-	e.ArrayLength(len(p.Roles), p.Roles == nil)
-	for _, r := range p.Roles {
-		e.NodeId(r)
-	}
-}
-
-func decodePrincipal(d *codec.Decoder, p *nodemgr.Principal) {
-	p.SessionID = d.NodeId()
-	p.Anonymous = d.Boolean()
-	p.UserName = d.String()
-	p.Thumbprint = d.String()
-	p.Roles = nil
-	if n := d.ArrayLength(2); n >= 0 {
-		p.Roles = make([]codec.NodeId, n)
-		for i := range p.Roles {
-			p.Roles[i] = d.NodeId()
-		}
-	}
 }
 
 func encodeStrings(e *codec.Encoder, s []string) {
