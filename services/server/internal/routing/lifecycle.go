@@ -57,6 +57,12 @@ func (r *Routes) Start(ctx context.Context, log *slog.Logger, now func() time.Ti
 		}
 		mt.host = h
 	}
+	// Watchers learn of monitored items once started: Watch runs between Start and Close.
+	for _, mt := range r.mounted {
+		if w, ok := mt.m.(nodemgr.Watcher); ok && (mt.host != nil || !isStarter(mt.m)) {
+			mt.owner.watch = newWatcher(w)
+		}
+	}
 	return nil
 }
 
@@ -72,6 +78,9 @@ func (r *Routes) Close(ctx context.Context) error {
 func (r *Routes) closeMounted(ctx context.Context, ms []*mounted) error {
 	var errs []error
 	for _, mt := range slices.Backward(ms) {
+		if mt.owner.watch != nil {
+			mt.owner.watch.close()
+		}
 		if c, ok := mt.m.(nodemgr.Closer); ok && (mt.host != nil || !isStarter(mt.m)) {
 			if err := c.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("node manager %s: close: %w", mt.owner.name, err))

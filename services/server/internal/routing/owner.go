@@ -20,6 +20,8 @@ type owner struct {
 	writer  nodemgr.Writer
 	browser nodemgr.Browser
 	caller  nodemgr.Caller
+	// watch delivers the watch set of a started nodemgr.Watcher; nil otherwise.
+	watch *watcher
 }
 
 func newOwner(m nodemgr.Manager, local bool) *owner {

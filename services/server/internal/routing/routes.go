@@ -36,6 +36,8 @@ type Routes struct {
 	// mounted are the managers in mount order, for Start and Close.
 	mounted   []*mounted
 	closeOnce sync.Once
+	// watches are the monitored items on the pairs Watchers watch (watch.go).
+	watches watches
 }
 
 // New mounts managers after the server's address space: the NamespaceArray is the
@@ -134,6 +136,10 @@ func (r *Routes) Local(n int, nsOf func(i int) uint16) bool {
 // LocalNode reports whether node belongs to the server's own address space: its values
 // are pushed on write and its events come from the subscription engine.
 func (r *Routes) LocalNode(node codec.NodeId) bool { return r.nodeOwner(node).local }
+
+// Watched reports whether node belongs to a started nodemgr.Watcher: the values of its
+// monitored items are pushed, not sampled.
+func (r *Routes) Watched(node codec.NodeId) bool { return r.nodeOwner(node).watch != nil }
 
 // Mounted reports whether a node manager is mounted: a path of TranslateBrowsePaths may
 // then cross into one, which only resolving it can tell.

@@ -80,13 +80,16 @@ type itemCheck struct {
 
 // checkItems reads the items of the address space and their MinimumSamplingInterval as
 // p, so that an unknown node, an invalid attribute or an unreadable value fails the
-// item. Items of mounted node managers are sampled and checked by their first sample.
+// item. Items of mounted node managers are checked by their first sample; their values
+// are pushed when the manager watches what is monitored (a nodemgr.Watcher), sampled
+// otherwise.
 func (s *Server) checkItems(ctx context.Context, p nodemgr.Principal, rvs []ua.ReadValueId) []itemCheck {
 	out := make([]itemCheck, len(rvs))
 	var idx []int
 	var items []ua.ReadValueId
 	for i := range rvs {
 		if !s.routes.LocalNode(rvs[i].NodeId) {
+			out[i].push = s.routes.Watched(rvs[i].NodeId) && pushable(&rvs[i])
 			continue
 		}
 		idx = append(idx, i)
@@ -108,8 +111,7 @@ func (s *Server) checkItems(ctx context.Context, p nodemgr.Principal, rvs []ua.R
 		}
 		rv := &rvs[i]
 		out[i].value = dv.Value
-		out[i].push = rv.AttributeId == uint32(attr.Value) && rv.IndexRange == "" && rv.DataEncoding.Name == "" &&
-			!s.space.Computed(rv.NodeId)
+		out[i].push = pushable(rv) && !s.space.Computed(rv.NodeId)
 		if minDV.Status == status.Good && minDV.Value.Type() == codec.TypeDouble {
 			if v, ok := minDV.Value.Value().(float64); ok && v > 0 {
 				out[i].minInterval = v
@@ -117,6 +119,12 @@ func (s *Server) checkItems(ctx context.Context, p nodemgr.Principal, rvs []ua.R
 		}
 	}
 	return out
+}
+
+// pushable reports whether the values of an item on rv can be pushed as its node's
+// writes arrive: a whole Value in its default encoding.
+func pushable(rv *ua.ReadValueId) bool {
+	return rv.AttributeId == uint32(attr.Value) && rv.IndexRange == "" && rv.DataEncoding.Name == ""
 }
 
 // dataChangeFilter checks the filter of a data item (Part 4 §7.22.2): a DataChangeFilter

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,4 +106,84 @@ func TestManagerLifecycle(t *testing.T) {
 		}
 		require.Zero(t, m.closed.Load(), "not closed while serving")
 	}()
+}
+
+// watchingManager is a pushingManager that watches what clients monitor.
+type watchingManager struct {
+	pushingManager
+	mu      sync.Mutex // guards watched
+	watched map[nodemgr.WatchKey]float64
+}
+
+func (m *watchingManager) Watch(_ context.Context, set *nodemgr.WatchSet) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.watched == nil {
+		m.watched = make(map[nodemgr.WatchKey]float64)
+	}
+	for _, k := range set.Remove {
+		delete(m.watched, k)
+	}
+	for _, a := range set.Add {
+		m.watched[a.Key()] = a.SamplingInterval
+	}
+}
+
+func (m *watchingManager) watching() map[nodemgr.WatchKey]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.watched)
+}
+
+// TestWatchedItems: a monitored item on a node of a nodemgr.Watcher is watched, not
+// sampled: the manager is told the pair and the item's interval, the values it pushes
+// reach the client, its Read is asked once (the first value), and once the item is
+// deleted the pair is no longer watched.
+func TestWatchedItems(t *testing.T) {
+	t.Parallel()
+	m := &watchingManager{}
+	ps := startPipeline(t, m, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := ua.RequestHeader{AuthenticationToken: ps.token}
+	resp, err := ps.ch.Request(ctx, &ua.CreateSubscriptionRequest{RequestHeader: h, RequestedPublishingInterval: 50,
+		RequestedLifetimeCount: 1000, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true})
+	require.NoError(t, err)
+	sub := resp.(*ua.CreateSubscriptionResponse).SubscriptionId
+	node := codec.NewNumericNodeId(ps.slowNS, 1)
+	resp, err = ps.ch.Request(ctx, &ua.CreateMonitoredItemsRequest{RequestHeader: h, SubscriptionId: sub,
+		TimestampsToReturn: ua.TimestampsToReturnBoth, ItemsToCreate: []ua.MonitoredItemCreateRequest{{
+			ItemToMonitor:       ua.ReadValueId{NodeId: node, AttributeId: uint32(attr.Value)},
+			MonitoringMode:      ua.MonitoringModeReporting,
+			RequestedParameters: ua.MonitoringParameters{ClientHandle: 5, SamplingInterval: 250, QueueSize: 10},
+		}}})
+	require.NoError(t, err)
+	created := resp.(*ua.CreateMonitoredItemsResponse).Results[0]
+	require.Equal(t, status.Good, created.StatusCode)
+	pair := nodemgr.WatchKey{NodeId: node, AttributeId: uint32(attr.Value)}
+	require.Eventually(t, func() bool { return m.watching()[pair] == 250 }, 5*time.Second, time.Millisecond, "the manager watches the pair at the item's interval")
+
+	values := func() []codec.Variant {
+		resp, err := ps.ch.Request(ctx, &ua.PublishRequest{RequestHeader: h})
+		require.NoError(t, err)
+		var out []codec.Variant
+		for _, x := range resp.(*ua.PublishResponse).NotificationMessage.NotificationData {
+			if dcn, ok := x.Value.(*ua.DataChangeNotification); ok {
+				for _, n := range dcn.MonitoredItems {
+					out = append(out, n.Value.Value)
+				}
+			}
+		}
+		return out
+	}
+	require.Equal(t, []codec.Variant{codec.Int32Variant(42)}, values(), "the first value is read")
+	(*m.host.Load()).Notifier().Changed([]nodemgr.DataChange{{NodeId: node, AttributeId: uint32(attr.Value),
+		Value: codec.DataValue{Value: codec.Int32Variant(7)}}})
+	require.Equal(t, []codec.Variant{codec.Int32Variant(7)}, values(), "a pushed value reaches the item")
+	time.Sleep(600 * time.Millisecond) // more than two sampling intervals
+	require.Equal(t, int32(1), m.calls.Load(), "the item is not sampled: one Read, for the first value")
+
+	_, err = ps.ch.Request(ctx, &ua.DeleteMonitoredItemsRequest{RequestHeader: h, SubscriptionId: sub, MonitoredItemIds: []uint32{created.MonitoredItemId}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(m.watching()) == 0 }, 5*time.Second, time.Millisecond, "the pair is no longer watched")
 }

@@ -307,6 +307,7 @@ func (s *Server) buildSubscriptions() {
 	// before its subscriptions go.
 	s.diag = diagnostics.New(s.cfg.Observability.DiagnosticsEnabled, s.now, s.subs)
 	s.subs.Observe(s.diag.SubscriptionChanged)
+	s.subs.Observe(s.routes.SubscriptionChanged)
 	s.sessions.Observe(s.diag.SessionChanged)
 	s.sessions.Observe(func(c *session.Change) {
 		if c.Kind == session.Ended {
