@@ -25,11 +25,6 @@ func (a *Answerer) Respond(req uasc.Request, msg codec.Structure) {
 	if a.observe != nil {
 		a.observe(req.Message, msg)
 	}
-	a.Send(req, msg)
-}
-
-// Send is Respond for an answer that is not to be observed.
-func (a *Answerer) Send(req uasc.Request, msg codec.Structure) {
 	if err := req.Respond(msg); err != nil {
 		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
 	}
@@ -75,9 +70,6 @@ func (a *Answerer) TimeOf(req uasc.Request) time.Time {
 	}
 	return a.now()
 }
-
-// Now returns the server's current time.
-func (a *Answerer) Now() time.Time { return a.now() }
 
 // retryAfterHeader returns the AdditionalHeader that tells a client how long to wait
 // before it retries: an AdditionalParametersType (Part 4 §7.1) with the parameter

@@ -108,7 +108,7 @@ type Config struct {
 	Log      *slog.Logger
 	Sessions *session.Table
 	Queue    *Queue
-	// Answered, when set, is told of every answer sent (but Answerer.Send's).
+	// Answered, when set, is told of every answer sent (but Request.Send's).
 	Answered func(req, resp codec.Structure)
 	// Repeat says the handlers hand the requests they answer inline back unchanged
 	// (uasc.Request.Recycle), so that the channels may hand out a repeated request
