@@ -156,7 +156,7 @@ func startPipelineWith(t testing.TB, m nodemgr.Manager, opts Options, configure 
 	require.NoError(t, err)
 
 	ns := -1
-	for i, u := range srv.namespaces {
+	for i, u := range srv.routes.Namespaces() {
 		if u == uri {
 			ns = i
 		}

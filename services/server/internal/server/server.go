@@ -78,8 +78,6 @@ type Server struct {
 	channels     *uasc.Server
 	startTime    codec.DateTime
 
-	// namespaces is the NamespaceArray: those of space, then those of the managers.
-	namespaces []string
 	// routes maps each namespace to the node manager that serves it.
 	routes *routing.Routes
 
@@ -269,7 +267,7 @@ func (s *Server) buildAddressSpace(managers []nodemgr.Manager) error {
 	if err != nil {
 		return err
 	}
-	s.routes, s.namespaces = routes, routes.Namespaces()
+	s.routes = routes
 	return s.initServerObject()
 }
 
@@ -393,7 +391,7 @@ func (s *Server) buildInfo() ua.BuildInfo {
 // whole-structure value are computed at read time.
 func (s *Server) initServerObject() error {
 	bi := s.buildInfo()
-	nsArray, err := codec.VariantOf(s.namespaces)
+	nsArray, err := codec.VariantOf(s.routes.Namespaces())
 	if err != nil {
 		return err
 	}
