@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 )
 
 // Metric is one sample in the Prometheus text format: a gauge or a counter. Samples of
@@ -56,4 +57,9 @@ func (d *Diagnostics) WriteMetrics(w io.Writer, more ...Metric) error {
 		}
 	}
 	return nil
+}
+
+// Label returns the label name="value" with value escaped for the text format.
+func Label(name, value string) string {
+	return name + `="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(value) + `"`
 }

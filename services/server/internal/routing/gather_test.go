@@ -95,7 +95,7 @@ func TestMountManagers(t *testing.T) {
 
 	space := addrspace.NewNamespace0()
 	m := &mountTestManager{uris: []string{"urn:a", "urn:b"}, mounts: toOwn}
-	rt, err := New(space, []nodemgr.Manager{plain("urn:plain"), m})
+	rt, err := New(space, Unnamed(plain("urn:plain"), m))
 	require.NoError(t, err)
 	require.Equal(t, []string{addrspace.NamespaceURI0, "urn:plain", "urn:a", "urn:b"}, rt.Namespaces())
 	require.Equal(t, []uint16{2, 3}, m.indexes)
@@ -134,7 +134,7 @@ func TestMountManagers(t *testing.T) {
 			return []nodemgr.Mount{{SourceId: codec.NewNumericNodeId(0, 999999), ReferenceTypeId: organizes, TargetId: codec.NewStringNodeId(ix[0], "Root")}}
 		}}}, "unknown source"},
 	} {
-		_, err := New(addrspace.NewNamespace0(), tc.managers)
+		_, err := New(addrspace.NewNamespace0(), Unnamed(tc.managers...))
 		require.ErrorContains(t, err, tc.errs, name)
 	}
 }

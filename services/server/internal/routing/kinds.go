@@ -50,8 +50,8 @@ func (ks *Kinds) Register(k Kind) error {
 // each is provisioned, validated (Validator) and checked to serve the namespace its
 // entry names. An entry of a kind this build lacks, or one that fails, is an error that
 // names the setting.
-func (ks *Kinds) Provision(entries []config.NodeManager) ([]nodemgr.Manager, error) {
-	var out []nodemgr.Manager
+func (ks *Kinds) Provision(entries []config.NodeManager) ([]Named, error) {
+	var out []Named
 	for i, nm := range entries {
 		setting := fmt.Sprintf("addressSpace.nodeManagers[%d] (%q, type %s)", i, nm.Name, nm.Type)
 		k, ok := ks.byType[nm.Type]
@@ -70,7 +70,7 @@ func (ks *Kinds) Provision(entries []config.NodeManager) ([]nodemgr.Manager, err
 		if nm.NamespaceURI != "" && !slices.Contains(m.Namespaces(), nm.NamespaceURI) {
 			return nil, fmt.Errorf("%s: the manager serves %q, not namespaceUri %q", setting, m.Namespaces(), nm.NamespaceURI)
 		}
-		out = append(out, m)
+		out = append(out, Named{Name: nm.Name, Manager: m})
 	}
 	return out, nil
 }

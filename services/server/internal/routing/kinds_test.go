@@ -47,7 +47,8 @@ func TestKinds(t *testing.T) {
 	ms, err := ks.Provision(entries)
 	require.NoError(t, err)
 	require.Len(t, ms, 2)
-	require.Equal(t, []string{"urn:b"}, ms[1].Namespaces())
+	require.Equal(t, []string{"urn:b"}, ms[1].Manager.Namespaces())
+	require.Equal(t, "b", ms[1].Name, "named by its entry")
 	require.Equal(t, entries, seen, "provisioned in order, with their entries")
 
 	for _, tc := range []struct {

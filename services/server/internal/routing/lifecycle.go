@@ -207,3 +207,21 @@ func (r *Routes) Dropped() uint64 {
 	}
 	return n
 }
+
+// ManagerHealth is what a nodemgr.HealthReporter says of itself, with its name.
+type ManagerHealth struct {
+	Name   string
+	Health nodemgr.Health
+}
+
+// Health asks every mounted nodemgr.HealthReporter how it is. It is safe for concurrent
+// use; a reporter answers without waiting on its device (nodemgr.HealthReporter).
+func (r *Routes) Health(ctx context.Context) []ManagerHealth {
+	var out []ManagerHealth
+	for _, mt := range r.mounted {
+		if h, ok := mt.m.(nodemgr.HealthReporter); ok {
+			out = append(out, ManagerHealth{Name: mt.owner.name, Health: h.Health(ctx)})
+		}
+	}
+	return out
+}

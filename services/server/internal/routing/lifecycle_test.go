@@ -73,7 +73,7 @@ func TestStartClose(t *testing.T) {
 	t.Parallel()
 	var log []string
 	a, b := &starter{plain: "urn:a", log: &log}, &starter{plain: "urn:b", log: &log}
-	rt, err := New(addrspace.NewNamespace0(), []nodemgr.Manager{a, plain("urn:plain"), b})
+	rt, err := New(addrspace.NewNamespace0(), Unnamed(a, plain("urn:plain"), b))
 	require.NoError(t, err)
 	rec := &recorder{}
 	require.NoError(t, rt.Start(context.Background(), quiet, time.Now, rec))
@@ -98,7 +98,7 @@ func TestStartClose(t *testing.T) {
 
 	log = nil
 	a, b = &starter{plain: "urn:a", log: &log}, &starter{plain: "urn:b", log: &log, startErr: errors.New("no device")}
-	rt, err = New(addrspace.NewNamespace0(), []nodemgr.Manager{a, b})
+	rt, err = New(addrspace.NewNamespace0(), Unnamed(a, b))
 	require.NoError(t, err)
 	err = rt.Start(context.Background(), quiet, time.Now, rec)
 	require.ErrorContains(t, err, "node manager *routing.starter: start: no device")
@@ -112,7 +112,7 @@ func TestPushesBounded(t *testing.T) {
 	t.Parallel()
 	var log []string
 	a := &starter{plain: "urn:a", log: &log}
-	rt, err := New(addrspace.NewNamespace0(), []nodemgr.Manager{a})
+	rt, err := New(addrspace.NewNamespace0(), Unnamed(a))
 	require.NoError(t, err)
 	rec := &recorder{hold: make(chan struct{})}
 	require.NoError(t, rt.Start(context.Background(), quiet, time.Now, rec))

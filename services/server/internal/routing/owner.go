@@ -24,8 +24,25 @@ type owner struct {
 	watch *watcher
 }
 
-func newOwner(m nodemgr.Manager, local bool) *owner {
-	o := &owner{name: fmt.Sprintf("%T", m), local: local}
+// Named is a node manager with the name logs, errors and metrics give it: its
+// configuration entry's name (addressSpace.nodeManagers[].name), or its Go type for one
+// mounted from code (Unnamed).
+type Named struct {
+	Name    string
+	Manager nodemgr.Manager
+}
+
+// Unnamed names managers by their Go types.
+func Unnamed(ms ...nodemgr.Manager) []Named {
+	out := make([]Named, len(ms))
+	for i, m := range ms {
+		out[i] = Named{Name: fmt.Sprintf("%T", m), Manager: m}
+	}
+	return out
+}
+
+func newOwner(name string, m nodemgr.Manager, local bool) *owner {
+	o := &owner{name: name, local: local}
 	o.reader, _ = m.(nodemgr.Reader)
 	o.writer, _ = m.(nodemgr.Writer)
 	o.browser, _ = m.(nodemgr.Browser)

@@ -44,9 +44,9 @@ type Routes struct {
 // space's namespaces, then each manager's in order, and a nodemgr.Mounter's references
 // are added to space. A URI served twice is an error, and so is a Mount whose source is
 // not a node of space or whose target is not in the manager's namespaces.
-func New(space *addrspace.Space, managers []nodemgr.Manager) (*Routes, error) {
+func New(space *addrspace.Space, managers []Named) (*Routes, error) {
 	uris := append([]string(nil), space.Namespaces()...)
-	rt := &Routes{local: newOwner(space, true)}
+	rt := &Routes{local: newOwner("address space", space, true)}
 	seen := make(map[string]bool, len(uris))
 	for _, u := range uris {
 		seen[u] = true
@@ -57,8 +57,9 @@ func New(space *addrspace.Space, managers []nodemgr.Manager) (*Routes, error) {
 		indexes []uint16
 	}
 	var mounters []mounter
-	for _, m := range managers {
-		o := newOwner(m, false)
+	for _, nm := range managers {
+		m := nm.Manager
+		o := newOwner(nm.Name, m, false)
 		var indexes []uint16
 		for _, u := range m.Namespaces() {
 			if seen[u] {

@@ -59,7 +59,7 @@ func (w *watching) state() map[nodemgr.WatchKey]float64 {
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	w := &watching{plain: "urn:dev"}
-	rt, err := New(addrspace.NewNamespace0(), []nodemgr.Manager{w})
+	rt, err := New(addrspace.NewNamespace0(), Unnamed(w))
 	require.NoError(t, err)
 	require.NoError(t, rt.Start(context.Background(), quiet, time.Now, &recorder{}))
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })

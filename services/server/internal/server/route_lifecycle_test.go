@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,12 +21,17 @@ import (
 	"uastack.dev/services/server/internal/routing"
 )
 
-// pushingManager is a slowManager that is started with a host, pushes through it, and
-// counts its Close.
+// pushingManager is a slowManager that is started with a host, pushes through it,
+// reports the health it is set to, and counts its Close.
 type pushingManager struct {
 	slowManager
 	host   atomic.Pointer[nodemgr.Host]
 	closed atomic.Int32
+	health atomic.Uint32 // a status.Code
+}
+
+func (m *pushingManager) Health(context.Context) nodemgr.Health {
+	return nodemgr.Health{Status: status.Code(m.health.Load())}
 }
 
 func (m *pushingManager) Start(_ context.Context, h nodemgr.Host) error {
@@ -105,6 +111,14 @@ func TestManagerLifecycle(t *testing.T) {
 			}
 		}
 		require.Zero(t, m.closed.Load(), "not closed while serving")
+
+		var metrics strings.Builder
+		require.NoError(t, srv.WriteMetrics(&metrics))
+		require.Contains(t, metrics.String(), "uastack_node_manager_healthy{manager=\"slow\"} 1\n", "named by its entry")
+		m.health.Store(uint32(status.BadCommunicationError))
+		metrics.Reset()
+		require.NoError(t, srv.WriteMetrics(&metrics))
+		require.Contains(t, metrics.String(), "uastack_node_manager_healthy{manager=\"slow\"} 0\n")
 	}()
 }
 

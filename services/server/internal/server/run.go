@@ -95,14 +95,25 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 	q := s.pipe.Queue()
 	queued, running, busy := q.Stats()
 	const queueLength, queueHelp = "uastack_request_queue_length", "Requests waiting for a worker."
-	return s.diag.WriteMetrics(w,
-		diagnostics.Metric{Name: queueLength, Kind: "gauge", Help: queueHelp, Value: float64(queued)},
-		diagnostics.Metric{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="session"`, Value: float64(q.Queued(pipeline.StageSession))},
-		diagnostics.Metric{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="service"`, Value: float64(q.Queued(pipeline.StageService))},
-		diagnostics.Metric{Name: "uastack_request_workers", Kind: "gauge", Help: "Request workers started.", Value: float64(running)},
-		diagnostics.Metric{Name: "uastack_request_workers_busy", Kind: "gauge", Help: "Request workers running a job.", Value: float64(busy)},
-		diagnostics.Metric{Name: "uastack_node_manager_pushes_dropped_total", Kind: "counter", Help: "Batches of values and events node managers pushed that were dropped because their queue was full.", Value: float64(s.routes.Dropped())},
-	)
+	metrics := []diagnostics.Metric{
+		{Name: queueLength, Kind: "gauge", Help: queueHelp, Value: float64(queued)},
+		{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="session"`, Value: float64(q.Queued(pipeline.StageSession))},
+		{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="service"`, Value: float64(q.Queued(pipeline.StageService))},
+		{Name: "uastack_request_workers", Kind: "gauge", Help: "Request workers started.", Value: float64(running)},
+		{Name: "uastack_request_workers_busy", Kind: "gauge", Help: "Request workers running a job.", Value: float64(busy)},
+		{Name: "uastack_node_manager_pushes_dropped_total", Kind: "counter", Help: "Batches of values and events node managers pushed that were dropped because their queue was full.", Value: float64(s.routes.Dropped())},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, h := range s.routes.Health(ctx) {
+		healthy := 0.0
+		if h.Health.Status.IsGood() {
+			healthy = 1
+		}
+		metrics = append(metrics, diagnostics.Metric{Name: "uastack_node_manager_healthy", Kind: "gauge",
+			Help: "1 while a node manager reports itself Good, 0 otherwise.", Labels: diagnostics.Label("manager", h.Name), Value: healthy})
+	}
+	return s.diag.WriteMetrics(w, metrics...)
 }
 
 // serveObservability serves /metrics and the Go profiler (/debug/pprof/) on ln until ctx

@@ -150,7 +150,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		startTime:    codec.DateTimeOf(now()),
 		events:       &events{now: now},
 	}
-	if err := s.buildAddressSpace(append(configured, opts.Managers...)); err != nil {
+	if err := s.buildAddressSpace(append(configured, routing.Unnamed(opts.Managers...)...)); err != nil {
 		return nil, err
 	}
 	s.buildSubscriptions()
@@ -252,7 +252,7 @@ func (s *Server) closeManagers() {
 
 // buildAddressSpace builds namespace 0, the demo namespace when it is on, the routes to
 // managers and the values of the Server object.
-func (s *Server) buildAddressSpace(managers []nodemgr.Manager) error {
+func (s *Server) buildAddressSpace(managers []routing.Named) error {
 	if !s.cfg.AddressSpace.DemoNamespace {
 		s.space = addrspace.NewNamespace0()
 	} else {
