@@ -183,7 +183,9 @@ type AddressSpace struct {
 	// DemoNamespace mounts the built-in demo node manager. Default true.
 	DemoNamespace bool `koanf:"demoNamespace"`
 	// NodeManagers are mounted in order; names and namespace URIs are
-	// unique.
+	// unique. Each is built by the node-manager kind of its Type; an entry of
+	// a type this build has no kind for stops the start with an error that
+	// names it (the WASM and plugin hosts are not built yet).
 	NodeManagers []NodeManager `koanf:"nodeManagers"`
 	// Simulation adds changing Double variables to the demo namespace, the
 	// load of the notification benchmark (bench/cmd/notify).
@@ -198,7 +200,8 @@ type Simulation struct {
 	Interval time.Duration `koanf:"interval"` // default 1s
 }
 
-// NodeManager is one node manager to mount.
+// NodeManager is one node manager to mount. Name names it in logs, errors
+// and metrics.
 type NodeManager struct {
 	Name string `koanf:"name"`
 	// Type is "builtin" (compiled in, chosen by Name), "wasm" (a module at
