@@ -29,13 +29,13 @@ type emitted struct {
 	typ, source codec.NodeId
 	severity    uint16
 	message     string
-	fields      []Field
+	fields      []nodemgr.EventField
 	notifiers   []codec.NodeId
 }
 
 func (s *sink) Listening() bool { return true }
 
-func (s *sink) Emit(typ, source codec.NodeId, _ string, severity uint16, message string, fields []Field, notifiers ...codec.NodeId) {
+func (s *sink) Emit(typ, source codec.NodeId, _ string, severity uint16, message string, fields []nodemgr.EventField, notifiers ...codec.NodeId) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.got = append(s.got, emitted{typ, source, severity, message, fields, notifiers})
@@ -72,7 +72,7 @@ func TestDemo(t *testing.T) {
 	got := events.events()
 	require.Len(t, got, 2)
 	require.Equal(t, emitted{EventTypeID, EventsID, 700, "hello",
-		[]Field{{Path: counter, Value: codec.UInt32Variant(1)}}, []codec.NodeId{EventsID, serverID}}, got[0])
+		[]nodemgr.EventField{{BrowsePath: counter, Value: codec.UInt32Variant(1)}}, []codec.NodeId{EventsID, serverID}}, got[0])
 	require.Equal(t, codec.UInt32Variant(2), got[1].fields[0].Value, "the Counter grows")
 
 	var mu sync.Mutex // guards changed

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
@@ -32,14 +33,7 @@ type Events interface {
 	// Emit reports an event of typ from source, with the fields of BaseEventType made
 	// from the arguments and fields (by browse path) added, to the event items of the
 	// notifiers.
-	Emit(typ, source codec.NodeId, sourceName string, severity uint16, message string, fields []Field, notifiers ...codec.NodeId)
-}
-
-// Field is one field of an event beyond those of BaseEventType: its browse path from the
-// event type and its value.
-type Field struct {
-	Path  []codec.QualifiedName
-	Value codec.Variant
+	Emit(typ, source codec.NodeId, sourceName string, severity uint16, message string, fields []nodemgr.EventField, notifiers ...codec.NodeId)
 }
 
 const demoEventInterval = time.Second
@@ -113,7 +107,7 @@ func (d *Demo) emit(severity uint16, message string) {
 	if !d.events.Listening() {
 		return
 	}
-	fields := []Field{{Path: counter, Value: codec.UInt32Variant(d.count.Add(1))}}
+	fields := []nodemgr.EventField{{BrowsePath: counter, Value: codec.UInt32Variant(d.count.Add(1))}}
 	d.events.Emit(EventTypeID, EventsID, "Demo/Events", severity, message, fields, EventsID, serverID)
 }
 

@@ -41,8 +41,6 @@ type Diagnostics struct {
 	sessionAborts            atomic.Uint32 // sessions dropped on an error (a CreateSession that failed after the session was made)
 	securityRejectedRequests atomic.Uint32
 	rejectedRequests         atomic.Uint32
-	currentSubscriptions     atomic.Int64
-	cumulatedSubscriptions   atomic.Uint32
 	connectionsRefused       atomic.Uint64
 
 	// mu guards sessions, byToken, every sessionDiag's unsynchronised fields and snap.
@@ -178,19 +176,6 @@ func (d *Diagnostics) SessionChanged(c *session.Change) {
 	}
 }
 
-// SubscriptionChanged follows the subscription engine's change stream
-// (subscription.Engine.Observe): it counts subscriptions. The engine calls it holding its
-// lock.
-func (d *Diagnostics) SubscriptionChanged(c subscription.Change) {
-	switch c.Kind {
-	case subscription.ChangeCreated:
-		d.currentSubscriptions.Add(1)
-		d.cumulatedSubscriptions.Add(1)
-	case subscription.ChangeDeleted:
-		d.currentSubscriptions.Add(-1)
-	}
-}
-
 // activated records who the session now runs as and over which channel
 // (SessionSecurityDiagnosticsDataType, Part 5 §12.11).
 func (sd *sessionDiag) activated(r *session.Record) {
@@ -265,8 +250,8 @@ func (d *Diagnostics) buildLocked(now time.Time) *snapshot {
 			RejectedSessionCount:          d.rejectedSessions.Load(),
 			SessionTimeoutCount:           d.sessionTimeouts.Load(),
 			SessionAbortCount:             d.sessionAborts.Load(),
-			CurrentSubscriptionCount:      uint32(max(d.currentSubscriptions.Load(), 0)),
-			CumulatedSubscriptionCount:    d.cumulatedSubscriptions.Load(),
+			CurrentSubscriptionCount:      e.CurrentSubscriptions,
+			CumulatedSubscriptionCount:    e.CumulatedSubscriptions,
 			PublishingIntervalCount:       e.PublishingIntervals,
 			SecurityRejectedRequestsCount: d.securityRejectedRequests.Load(),
 			RejectedRequestsCount:         d.rejectedRequests.Load(),

@@ -51,7 +51,6 @@ func BenchmarkRebuild(b *testing.B) {
 				MinPublishingInterval: time.Millisecond, MaxPublishingInterval: time.Hour,
 				MaxKeepAliveCount: 100, MaxLifetimeCount: 1000}, nil, nil)
 			d := New(true, time.Now, subs)
-			subs.Observe(d.SubscriptionChanged)
 			ss := session.New(n, time.Now)
 			ss.Observe(d.SessionChanged)
 			for i := range n {

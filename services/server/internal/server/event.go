@@ -55,24 +55,13 @@ var (
 func (e *events) Listening() bool { return e.subs.Listening() }
 
 // Emit hands an event of typ from source, with the fields of BaseEventType and fields, to
-// the event items of notifiers, after looking its type up.
-func (e *events) Emit(typ, source codec.NodeId, sourceName string, severity uint16, message string, fields []demo.Field, notifiers ...codec.NodeId) {
-	now := codec.DateTimeOf(e.now())
-	ev := &subscription.Event{Type: typ, Fields: map[string]codec.Variant{
-		subscription.KeyEventId:     subscription.NewEventId(),
-		subscription.KeyEventType:   codec.NodeIdVariant(typ),
-		subscription.KeySourceNode:  codec.NodeIdVariant(source),
-		subscription.KeySourceName:  codec.StringVariant(sourceName),
-		subscription.KeyTime:        codec.DateTimeVariant(now),
-		subscription.KeyReceiveTime: codec.DateTimeVariant(now),
-		subscription.KeyMessage:     codec.MustVariant(codec.LocalizedText{Locale: "en", Text: message}),
-		subscription.KeySeverity:    codec.UInt16Variant(severity),
-	}}
-	for _, f := range fields {
-		ev.Fields[subscription.FieldKey(f.Path...)] = f.Value
-	}
-	e.types.Warm(typ)
-	e.subs.Emit(ev, notifiers...)
+// the event items of notifiers (demo.Events).
+func (e *events) Emit(typ, source codec.NodeId, sourceName string, severity uint16, message string, fields []nodemgr.EventField, notifiers ...codec.NodeId) {
+	f := make(map[string]codec.Variant, len(fields)+8)
+	f[subscription.KeySourceName] = codec.StringVariant(sourceName)
+	f[subscription.KeyMessage] = codec.MustVariant(codec.LocalizedText{Locale: "en", Text: message})
+	f[subscription.KeySeverity] = codec.UInt16Variant(severity)
+	e.emit(typ, source, f, fields, notifiers)
 }
 
 // Changed offers a value a node manager pushed to the monitored items of its node
@@ -86,31 +75,37 @@ func (e *events) Changed(c *nodemgr.DataChange) {
 // Event reports an event a node manager pushed (routing.Pushes) on its notifiers and the
 // Server object, with the fields the manager left out filled in (nodemgr.Event).
 func (e *events) Event(ev *nodemgr.Event) {
-	if !e.Listening() {
-		return
+	if e.Listening() {
+		f := make(map[string]codec.Variant, len(ev.Fields)+5)
+		e.emit(ev.EventType, ev.SourceNode, f, ev.Fields, append(slices.Clone(ev.Notifiers), serverID))
+	}
+}
+
+// emit hands an event of typ from source to the event items of notifiers, after looking
+// its type up: the fields of f, those of fields by browse path, and the fields of
+// BaseEventType they lack (EventId, EventType, SourceNode, Time, ReceiveTime).
+func (e *events) emit(typ, source codec.NodeId, f map[string]codec.Variant, fields []nodemgr.EventField, notifiers []codec.NodeId) {
+	for _, x := range fields {
+		f[subscription.FieldKey(x.BrowsePath...)] = x.Value
 	}
 	now := codec.DateTimeVariant(codec.DateTimeOf(e.now()))
-	out := &subscription.Event{Type: ev.EventType, Fields: make(map[string]codec.Variant, len(ev.Fields)+5)}
-	for _, f := range ev.Fields {
-		out.Fields[subscription.FieldKey(f.BrowsePath...)] = f.Value
-	}
 	defaults := [...]struct {
 		key string
 		val codec.Variant
 	}{
 		{subscription.KeyEventId, subscription.NewEventId()},
-		{subscription.KeyEventType, codec.NodeIdVariant(ev.EventType)},
-		{subscription.KeySourceNode, codec.NodeIdVariant(ev.SourceNode)},
+		{subscription.KeyEventType, codec.NodeIdVariant(typ)},
+		{subscription.KeySourceNode, codec.NodeIdVariant(source)},
 		{subscription.KeyTime, now},
 		{subscription.KeyReceiveTime, now},
 	}
 	for _, d := range defaults {
-		if _, ok := out.Fields[d.key]; !ok {
-			out.Fields[d.key] = d.val
+		if _, ok := f[d.key]; !ok {
+			f[d.key] = d.val
 		}
 	}
-	e.types.Warm(ev.EventType)
-	e.subs.Emit(out, append(slices.Clone(ev.Notifiers), serverID)...)
+	e.types.Warm(typ)
+	e.subs.Emit(&subscription.Event{Type: typ, Fields: f}, notifiers...)
 }
 
 // system reports something the server did as a SystemEventType event of the Server

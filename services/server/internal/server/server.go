@@ -304,7 +304,6 @@ func (s *Server) buildSubscriptions() {
 	// The diagnostics observe the sessions first, so that a session's end is counted
 	// before its subscriptions go.
 	s.diag = diagnostics.New(s.cfg.Observability.DiagnosticsEnabled, s.now, s.subs)
-	s.subs.Observe(s.diag.SubscriptionChanged)
 	s.subs.Observe(s.routes.SubscriptionChanged)
 	s.sessions.Observe(s.diag.SessionChanged)
 	s.sessions.Observe(func(c *session.Change) {
