@@ -61,6 +61,7 @@ func (r *Routes) Start(ctx context.Context, log *slog.Logger, now func() time.Ti
 	for _, mt := range r.mounted {
 		if w, ok := mt.m.(nodemgr.Watcher); ok && (mt.host != nil || !isStarter(mt.m)) {
 			mt.owner.watch = newWatcher(w)
+			r.watching = true
 		}
 	}
 	return nil

@@ -36,8 +36,10 @@ type Routes struct {
 	// mounted are the managers in mount order, for Start and Close.
 	mounted   []*mounted
 	closeOnce sync.Once
-	// watches are the monitored items on the pairs Watchers watch (watch.go).
-	watches watches
+	// watches are the monitored items on the pairs Watchers watch (watch.go); watching
+	// says a started Watcher exists, set by Start.
+	watches  watches
+	watching bool
 }
 
 // New mounts managers after the server's address space: the NamespaceArray is the

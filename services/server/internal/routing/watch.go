@@ -36,6 +36,9 @@ type watches struct {
 // their items that are not disabled. The engine calls it holding its lock: it records
 // the change and wakes the manager's delivery goroutine, which calls Watch.
 func (r *Routes) SubscriptionChanged(c subscription.Change) {
+	if !r.watching {
+		return // no Watcher: nothing to follow
+	}
 	w := &r.watches
 	switch c.Kind {
 	case subscription.ChangeCreated:
