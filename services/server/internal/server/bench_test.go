@@ -46,6 +46,7 @@ import (
 type discardConn struct {
 	net.Conn
 	discard atomic.Bool
+	sunk    atomic.Int64 // chunks discarded
 
 	mu   sync.Mutex // guards last
 	last []byte
@@ -55,7 +56,7 @@ func (c *discardConn) Write(b []byte) (int, error) {
 	if !c.discard.Load() {
 		return c.Conn.Write(b)
 	}
-	c.sink(b)
+	c.sunk.Add(int64(c.sink(b)))
 	return len(b), nil
 }
 
@@ -156,6 +157,7 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	sec, err := channelSecurity(cfg)
 	require.NoError(tb, err)
 	var captured atomic.Pointer[uasc.ServerChannel]
+	var handled atomic.Int32 // requests the channel's goroutine has handed over
 	// One channel is opened: its state serves its requests and the benchmark's own.
 	bsConn := srv.newConn()
 	channels, err := uasc.NewServer(uasc.ServerConfig{
@@ -168,6 +170,7 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	}, uasc.HandlerFunc(func(ctx context.Context, req uasc.Request) {
 		captured.Store(req.Channel)
 		bsConn.Handle(ctx, req)
+		handled.Add(1)
 	}))
 	require.NoError(tb, err)
 
@@ -206,7 +209,40 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	dc.discard.Store(true)
 	sc := captured.Load()
 	require.NotNil(tb, sc)
-	return &benchSession{srv: srv, ch: sc, c: bsConn, conn: dc, token: token}
+	bs := &benchSession{srv: srv, ch: sc, c: bsConn, conn: dc, token: token}
+	bs.settle(tb, &handled)
+	return bs
+}
+
+// settle waits until the server's goroutines are done with the channel, so that the
+// benchmark's requests are answered on its own goroutine, as the channel's reading
+// goroutine answers them. TCP orders nothing for the race detector: the channel's
+// goroutine says when it has handed over CreateSession and ActivateSession. The goroutine
+// that wrote ActivateSession's response may still be the channel's writer, and would then
+// write what the benchmark sends: Reads are sent until three in a row are written before
+// Handle returns.
+func (bs *benchSession) settle(tb testing.TB, handled *atomic.Int32) {
+	tb.Helper()
+	req := &ua.ReadRequest{
+		RequestHeader: ua.RequestHeader{AuthenticationToken: bs.token},
+		NodesToRead:   readValues(ns0StatusNodes, 1),
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for handled.Load() < 2 {
+		require.True(tb, time.Now().Before(deadline), "the channel's goroutine kept the session's requests")
+		time.Sleep(time.Millisecond)
+	}
+	for sent, inRow := int64(0), 0; inRow < 3; {
+		bs.c.Handle(context.Background(), uasc.Request{RequestID: 1, Message: req, Channel: bs.ch})
+		sent++
+		if bs.conn.sunk.Load() == sent {
+			inRow++
+			continue
+		}
+		inRow = 0
+		require.True(tb, time.Now().Before(deadline), "the channel's writer never stopped")
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // encodeBody returns the body of a MSG as the secure channel hands it to the decoder.
