@@ -7,6 +7,7 @@ require (
 	github.com/simonvetter/modbus v1.6.4
 	github.com/tetratelabs/wazero v1.12.0
 	google.golang.org/protobuf v1.36.6
+	uastack.dev/pkg v0.0.0
 )
 
 require (
