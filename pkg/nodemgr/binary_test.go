@@ -149,13 +149,13 @@ type namedFrame struct {
 func sampleFrames() []namedFrame {
 	dcs := []DataChange{{NodeId: sampleNode, AttributeId: uint32(attr.Value), Value: sampleDataValues()[3]}, {}}
 	out := []namedFrame{
-		{"Info", Frame{Kind: KindInfo, ID: 1}},
+		{"Info", Frame{Kind: KindInfo, ID: 1, Body: &Setup{Name: "boiler", NamespaceURI: "urn:boiler", Options: []byte(`{"host":"10.0.0.7"}`)}}},
 		{"Info reply", Frame{Kind: KindInfo | KindReply, ID: 1, Body: &Info{Namespaces: []string{"urn:boiler", codec.EmptyString}, Capabilities: CapRead | CapWatch}}},
 		{"Mount", Frame{Kind: KindMount, ID: 2, Body: &MountRequest{Indexes: []uint16{2, 0xffff}}}},
 		{"Mount reply", Frame{Kind: KindMount | KindReply, ID: 2, Body: &Mounts{Mounts: []Mount{{
 			SourceId: codec.NewNumericNodeId(0, id.ObjectsFolder), ReferenceTypeId: codec.NewNumericNodeId(0, id.Organizes), TargetId: sampleNode}}}}},
-		{"Start", Frame{Kind: KindStart, ID: 3, Body: &StartParams{Name: "boiler", Namespaces: []string{"urn:boiler"}, NamespaceIndexes: []uint16{2},
-			LogLevel: -4, Options: []byte(`{"host":"10.0.0.7"}`)}}},
+		{"Start", Frame{Kind: KindStart, ID: 3, Body: &StartParams{Namespaces: []string{"urn:boiler"}, NamespaceIndexes: []uint16{2},
+			LogLevel: -4}}},
 		{"Start reply", Frame{Kind: KindStart | KindReply, ID: 3, Body: &Outcome{Status: status.BadCommunicationError, Message: "no answer from 10.0.0.7"}}},
 		{"Close", Frame{Kind: KindClose, ID: 4}},
 		{"Close reply", Frame{Kind: KindClose | KindReply, ID: 4, Body: &Outcome{}}},

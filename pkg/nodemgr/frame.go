@@ -18,7 +18,7 @@ type Kind byte
 
 // The kinds. Bodies are listed as request / reply; "none" is a frame without a body.
 const (
-	KindInfo        Kind = 0x01 // none / *Info: the manager's namespaces and capabilities
+	KindInfo        Kind = 0x01 // *Setup / *Info: set up the manager, then its namespaces and capabilities
 	KindMount       Kind = 0x02 // *MountRequest / *Mounts: Mounter.Mount
 	KindStart       Kind = 0x03 // *StartParams / *Outcome: Starter.Start
 	KindClose       Kind = 0x04 // none / *Outcome: Closer.Close
@@ -106,7 +106,7 @@ func with[T any, PT interface {
 // bodies maps each known kind to its body.
 var bodies = func() (t [256]bodyKind) {
 	none := bodyKind{known: true}
-	t[KindInfo], t[KindInfo|KindReply] = none, with[Info]()
+	t[KindInfo], t[KindInfo|KindReply] = with[Setup](), with[Info]()
 	t[KindMount], t[KindMount|KindReply] = with[MountRequest](), with[Mounts]()
 	t[KindStart], t[KindStart|KindReply] = with[StartParams](), with[Outcome]()
 	t[KindClose], t[KindClose|KindReply] = none, with[Outcome]()
@@ -214,6 +214,33 @@ func (f *Frame) Decode(b []byte, limits codec.Limits) error {
 	return d.Err()
 }
 
+// Setup is the request of KindInfo: what the manager's configuration entry says, for a
+// manager across a boundary that is built from it (a guest serves the namespace URI the
+// configuration mounts it at). A manager is set up once, before anything else.
+type Setup struct {
+	// Name is the manager's name in configuration, for its logs and errors.
+	Name string
+	// NamespaceURI is the namespace the configuration mounts the manager at.
+	NamespaceURI string
+	// Options are the manager's options from configuration, encoded by the host (the
+	// hosts use JSON); nil when there are none.
+	Options []byte
+}
+
+// EncodeBinary appends s: Name, NamespaceURI, Options.
+func (s *Setup) EncodeBinary(e *codec.Encoder) {
+	e.String(s.Name)
+	e.String(s.NamespaceURI)
+	e.ByteString(s.Options)
+}
+
+// DecodeBinary reads s as EncodeBinary writes it.
+func (s *Setup) DecodeBinary(d *codec.Decoder) {
+	s.Name = d.String()
+	s.NamespaceURI = d.String()
+	s.Options = d.ByteString()
+}
+
 // Info is the reply to KindInfo: what a manager across a boundary serves and which
 // optional interfaces its side implements, so that the host implements the same.
 type Info struct {
@@ -261,10 +288,8 @@ func (m *Mounts) DecodeBinary(d *codec.Decoder) {
 
 // StartParams is the request of KindStart: the data half of a Host, which the
 // manager's side of a boundary turns back into one (its Logger and Notifier send to the
-// host, its clock is its own).
+// host, its clock is its own or the host's).
 type StartParams struct {
-	// Name is the manager's name in configuration, for its logs.
-	Name string
 	// Namespaces and NamespaceIndexes are the manager's namespace URIs and their
 	// NamespaceArray indexes, in the same order (Host.NamespaceIndexes).
 	Namespaces       []string
@@ -272,27 +297,20 @@ type StartParams struct {
 	// LogLevel is the least slog.Level the host logs, so that the manager need not send
 	// what would be dropped.
 	LogLevel int32
-	// Options are the manager's options from configuration, encoded by the host (the
-	// hosts use JSON); nil when there are none.
-	Options []byte
 }
 
-// EncodeBinary appends p: Name, Namespaces, NamespaceIndexes, LogLevel, Options.
+// EncodeBinary appends p: Namespaces, NamespaceIndexes, LogLevel.
 func (p *StartParams) EncodeBinary(e *codec.Encoder) {
-	e.String(p.Name)
 	encodeArray(e, p.Namespaces, encString)
 	encodeArray(e, p.NamespaceIndexes, encUInt16)
 	e.Int32(p.LogLevel)
-	e.ByteString(p.Options)
 }
 
 // DecodeBinary reads p as EncodeBinary writes it.
 func (p *StartParams) DecodeBinary(d *codec.Decoder) {
-	p.Name = d.String()
 	p.Namespaces = decodeArray(d, p.Namespaces, minString, decString)
 	p.NamespaceIndexes = decodeArray(d, p.NamespaceIndexes, minUInt16, decUInt16)
 	p.LogLevel = d.Int32()
-	p.Options = d.ByteString()
 }
 
 // Outcome is how a call without results ended: the reply to KindStart and KindClose
