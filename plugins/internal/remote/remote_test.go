@@ -1,0 +1,222 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/plugins/sdk"
+)
+
+// counter is a guest manager with one variable per NodeId: a Read answers the number
+// of Reads it has answered, or waits for gate when one is set.
+type counter struct {
+	ns    string
+	reads atomic.Int64
+	gate  chan struct{} // nil: answer at once
+}
+
+func (c *counter) Namespaces() []string { return []string{c.ns} }
+
+func (c *counter) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	answer := func() {
+		n := c.reads.Add(1)
+		for i := range op.Results {
+			op.Results[i] = codec.DataValue{Value: codec.Int64Variant(n)}
+		}
+		done()
+	}
+	if c.gate == nil {
+		answer()
+		return
+	}
+	go func() {
+		<-c.gate // a device that does not answer, whatever the deadline
+		answer()
+	}()
+}
+
+// loop is a Dialer of guests served in this process through the wire format, as a
+// WASM instance or a process serves them; calls and broken conns are counted.
+type loop struct {
+	factory sdk.Factory
+	dials   atomic.Int32
+	fail    atomic.Pointer[error] // the error every Call returns, when set
+}
+
+func (l *loop) Dial(ctx context.Context, push func([]byte)) (Conn, error) {
+	l.dials.Add(1)
+	return &loopConn{l: l, g: sdk.NewGuest(l.factory, pushLink(push)), broken: make(chan struct{})}, nil
+}
+
+type loopConn struct {
+	l      *loop
+	g      *sdk.Guest
+	broken chan struct{}
+	once   sync.Once
+}
+
+func (c *loopConn) Call(ctx context.Context, batch []byte) ([]byte, error) {
+	if err := c.l.fail.Load(); err != nil {
+		return nil, *err
+	}
+	return c.g.Serve(ctx, batch), nil
+}
+func (c *loopConn) Broken() <-chan struct{} { return c.broken }
+func (c *loopConn) Close() error            { c.once.Do(func() { close(c.broken) }); return nil }
+
+type pushLink func([]byte)
+
+func (p pushLink) Push(f []byte)    { p(f) }
+func (pushLink) Log([]byte)         {}
+func (pushLink) Now() time.Time     { return time.Now() }
+
+type testHost struct{}
+
+func (testHost) NamespaceIndexes() []uint16 { return []uint16{2} }
+func (testHost) Logger() *slog.Logger      { return slog.New(slog.DiscardHandler) }
+func (testHost) Now() time.Time             { return time.Now() }
+func (testHost) Notifier() nodemgr.Notifier { return nil }
+
+func open(t *testing.T, c *counter, cfg Config) (*Manager, *loop) {
+	t.Helper()
+	l := &loop{factory: func(s nodemgr.Setup) (nodemgr.Manager, error) {
+		c.ns = s.NamespaceURI
+		return c, nil
+	}}
+	cfg.Setup = nodemgr.Setup{Name: "t", NamespaceURI: "urn:t"}
+	m, err := Open(context.Background(), l, cfg)
+	require.NoError(t, err)
+	require.NoError(t, m.Start(context.Background(), testHost{}))
+	t.Cleanup(func() { require.NoError(t, m.Close(context.Background())) })
+	waitReady(t, m)
+	return m, l
+}
+
+func waitReady(t *testing.T, m *Manager) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.ready > 0
+	}, 5*time.Second, time.Millisecond)
+}
+
+func read(ctx context.Context, m *Manager, n int) (*nodemgr.ReadOp, chan struct{}) {
+	op := &nodemgr.ReadOp{Items: make([]ua.ReadValueId, n), Results: make([]codec.DataValue, n)}
+	ch := make(chan struct{})
+	m.Read(ctx, op, func() { close(ch) })
+	return op, ch
+}
+
+func wait(t *testing.T, ch chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done was not called")
+	}
+}
+
+func TestReadCrossesAndCoalesces(t *testing.T) {
+	c := &counter{gate: make(chan struct{})}
+	m, _ := open(t, c, Config{})
+	require.Equal(t, []string{"urn:t"}, m.Namespaces())
+	// The first Read holds the only lane; the next 50 queue and go in one call.
+	first, firstDone := read(context.Background(), m, 1)
+	require.Eventually(t, func() bool { calls, _ := m.Stats(); return calls == 0 && len(m.queueSnapshot()) == 0 }, time.Second, time.Millisecond)
+	var dones []chan struct{}
+	var ops []*nodemgr.ReadOp
+	for range 50 {
+		op, ch := read(context.Background(), m, 2)
+		ops, dones = append(ops, op), append(dones, ch)
+	}
+	close(c.gate)
+	wait(t, firstDone)
+	require.Equal(t, status.Good, first.Results[0].Status)
+	for i, ch := range dones {
+		wait(t, ch)
+		require.Equal(t, status.Good, ops[i].Results[1].Status)
+	}
+	calls, frames := m.Stats()
+	require.Equal(t, uint64(51), frames)
+	require.Equal(t, uint64(2), calls, "51 Reads in two calls")
+}
+
+func (m *Manager) queueSnapshot() []*pending {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*pending(nil), m.queue...)
+}
+
+func TestOutstandingBound(t *testing.T) {
+	c := &counter{gate: make(chan struct{})}
+	m, _ := open(t, c, Config{MaxOutstanding: 4})
+	var dones []chan struct{}
+	for range 4 {
+		_, ch := read(context.Background(), m, 1)
+		dones = append(dones, ch)
+	}
+	op, ch := read(context.Background(), m, 3)
+	wait(t, ch)
+	for _, r := range op.Results {
+		require.Equal(t, status.BadResourceUnavailable, r.Status)
+	}
+	close(c.gate)
+	for _, ch := range dones {
+		wait(t, ch)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	c := &counter{gate: make(chan struct{})}
+	m, _ := open(t, c, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	op, ch := read(ctx, m, 2)
+	wait(t, ch)
+	require.Less(t, time.Since(start), time.Second)
+	require.Equal(t, status.BadTimeout, op.Results[0].Status)
+	require.Equal(t, status.BadTimeout, op.Results[1].Status)
+	close(c.gate)
+}
+
+func TestBrokenGuestIsReplaced(t *testing.T) {
+	c := &counter{}
+	m, l := open(t, c, Config{Backoff: time.Millisecond})
+	boom := error(errors.Join(status.BadInternalError, ErrBroken))
+	l.fail.Store(&boom)
+	op, ch := read(context.Background(), m, 1)
+	wait(t, ch)
+	require.Equal(t, status.BadInternalError, op.Results[0].Status)
+	l.fail.Store(nil)
+	require.Eventually(t, func() bool { return l.dials.Load() == 2 }, 5*time.Second, time.Millisecond)
+	waitReady(t, m)
+	op, ch = read(context.Background(), m, 1)
+	wait(t, ch)
+	require.Equal(t, status.Good, op.Results[0].Status)
+}
+
+func TestGoneGuestIsNotConnected(t *testing.T) {
+	c := &counter{}
+	m, l := open(t, c, Config{Backoff: time.Hour})
+	// The guest dies by itself, and the next one cannot be dialed for an hour.
+	gone := error(errors.Join(status.BadCommunicationError, ErrBroken))
+	l.fail.Store(&gone)
+	m.slots[0].current().Close()
+	require.Eventually(t, func() bool { return m.Health(context.Background()).Status == status.BadNotConnected }, 5*time.Second, time.Millisecond)
+	op, ch := read(context.Background(), m, 1)
+	wait(t, ch)
+	require.Equal(t, status.BadNotConnected, op.Results[0].Status)
+}

@@ -1,0 +1,357 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
+	"uastack.dev/plugins/wire"
+)
+
+// healthEvery is how often the first guest is asked for its health, when it reports it.
+const healthEvery = 5 * time.Second
+
+// stableAfter is how long a guest serves before a break of it replaces it at once again.
+const stableAfter = time.Minute
+
+// slot is one guest place: its supervisor connects and replaces the guest, its lanes
+// carry operations to it.
+type slot struct {
+	m     *Manager
+	index int
+
+	// conn and up are guarded by m.mu; conn is set before the supervisor starts for
+	// the first slot, and by the supervisor afterwards.
+	conn Conn
+	up   bool
+
+	broke chan Conn     // a lane saw the guest break
+	dirty chan struct{} // the watched set changed
+	sent  map[nodemgr.WatchKey]float64
+}
+
+// current returns the slot's guest, or nil.
+func (s *slot) current() Conn {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	return s.conn
+}
+
+// markDirty tells the supervisor the watched set changed.
+func (s *slot) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// connect dials a guest and sets it up with the Manager's Setup.
+func (s *slot) connect(ctx context.Context) (Conn, *nodemgr.Info, error) {
+	conn, err := s.m.dialer.Dial(ctx, s.m.pushed)
+	if err != nil {
+		return nil, nil, err
+	}
+	setup := s.m.cfg.Setup
+	reply, err := s.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindInfo, Body: &setup})
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("set-up: %w", err)
+	}
+	return conn, reply.(*nodemgr.Info), nil
+}
+
+// prelude brings a fresh guest to where the Manager is: mounted and started.
+func (s *slot) prelude(ctx context.Context) (Conn, error) {
+	conn, info, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := s.m
+	if !equalStrings(info.Namespaces, m.info.Namespaces) || info.Capabilities != m.info.Capabilities {
+		conn.Close()
+		return nil, fmt.Errorf("the new guest serves %q (%v), the first served %q (%v)", info.Namespaces, info.Capabilities, m.info.Namespaces, m.info.Capabilities)
+	}
+	m.mu.Lock()
+	mounted, indexes, params := m.mounted, m.indexes, m.params
+	m.mu.Unlock()
+	if mounted && info.Capabilities&nodemgr.CapMount != 0 {
+		if _, err := s.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindMount, Body: &nodemgr.MountRequest{Indexes: indexes}}); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("mount: %w", err)
+		}
+	}
+	if params != nil && info.Capabilities&nodemgr.CapStart != 0 {
+		if _, err := s.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindStart, Body: params}); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("start: %w", err)
+		}
+	}
+	return conn, nil
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lifecycle makes a call of one request outside the queue and returns its reply's body.
+// A Fault, or an Outcome that is not Good, is an error.
+func (s *slot) lifecycle(ctx context.Context, conn Conn, req *nodemgr.Frame) (nodemgr.Body, error) {
+	var b wire.Batch
+	if err := b.Add(req); err != nil {
+		return nil, err
+	}
+	out, err := conn.Call(ctx, b.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	var reply nodemgr.Frame
+	n, err := wire.Count(out)
+	if err == nil && n != 1 {
+		err = fmt.Errorf("%d replies to one request: %w", n, status.BadCommunicationError)
+	}
+	if err == nil {
+		_ = wire.Split(out, func(_ int, f []byte) { err = reply.Decode(f, wire.Limits) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	if reply.Kind == nodemgr.KindFault {
+		o := reply.Body.(*nodemgr.Outcome)
+		return nil, fmt.Errorf("%s: %w", o.Message, o.Status)
+	}
+	if reply.Kind != req.Kind|nodemgr.KindReply {
+		return nil, fmt.Errorf("a %v answers a %v: %w", reply.Kind, req.Kind, status.BadCommunicationError)
+	}
+	if o, ok := reply.Body.(*nodemgr.Outcome); ok && !o.Status.IsGood() {
+		return nil, fmt.Errorf("%s: %w", o.Message, o.Status)
+	}
+	return reply.Body, nil
+}
+
+// supervise keeps a guest in the slot until Close: it connects one (the first slot's is
+// connected by Open), replays the watched set to it, polls its health, and replaces it
+// when it breaks.
+func (s *slot) supervise() {
+	m := s.m
+	defer m.wg.Done()
+	var backoff time.Duration
+	conn := s.current()
+	for {
+		if conn == nil {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			ctx, cancel := context.WithTimeout(m.ctx, m.cfg.CallTimeout)
+			c, err := s.prelude(ctx)
+			cancel()
+			if err != nil {
+				if m.ctx.Err() != nil {
+					return
+				}
+				m.cfg.Logger.Warn("plugin: could not connect a guest", "slot", s.index, "err", err, "retry", s.next(&backoff))
+				m.noteErr(err)
+				continue
+			}
+			conn = c
+			m.cfg.Logger.Info("plugin: guest connected", "slot", s.index)
+		}
+		s.setUp(conn)
+		upAt := time.Now()
+		err := s.serve(conn)
+		s.setDown(conn)
+		if err == nil { // Close
+			return
+		}
+		conn = nil
+		m.noteErr(err)
+		if time.Since(upAt) > stableAfter {
+			backoff = 0
+		}
+		m.cfg.Logger.Warn("plugin: guest broke; replacing it", "slot", s.index, "err", err, "after", backoff)
+		s.next(&backoff)
+	}
+}
+
+// next returns the wait before the coming attempt and doubles it for the one after.
+func (s *slot) next(backoff *time.Duration) time.Duration {
+	wait := *backoff
+	switch {
+	case *backoff == 0:
+		*backoff = s.m.cfg.Backoff
+	default:
+		*backoff = min(*backoff*2, s.m.cfg.MaxBackoff)
+	}
+	return wait
+}
+
+// serve watches conn until it breaks (the error says how) or the Manager closes (nil).
+func (s *slot) serve(conn Conn) error {
+	m := s.m
+	s.sent = map[nodemgr.WatchKey]float64{}
+	if m.info.Capabilities&nodemgr.CapWatch != 0 {
+		s.markDirty()
+	}
+	var health <-chan time.Time
+	if s.index == 0 && m.info.Capabilities&nodemgr.CapHealth != 0 {
+		t := time.NewTicker(healthEvery)
+		defer t.Stop()
+		health = t.C
+		s.pollHealth(conn)
+	}
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-m.ctx.Done():
+			return nil
+		case <-conn.Broken():
+			return fmt.Errorf("the guest is gone: %w", status.BadCommunicationError)
+		case c := <-s.broke:
+			if c == conn {
+				return fmt.Errorf("a call broke the guest: %w", status.BadCommunicationError)
+			}
+		case <-s.dirty:
+			if err := s.syncWatch(conn); err != nil {
+				if errors.Is(err, ErrBroken) {
+					return err
+				}
+				m.cfg.Logger.Warn("plugin: watch failed; retrying", "err", err)
+				retry = time.After(time.Second)
+			}
+		case <-retry:
+			s.markDirty()
+		case <-health:
+			s.pollHealth(conn)
+		}
+	}
+}
+
+// pollHealth asks the guest for its health and keeps the answer.
+func (s *slot) pollHealth(conn Conn) {
+	ctx, cancel := context.WithTimeout(s.m.ctx, s.m.cfg.CallTimeout)
+	defer cancel()
+	h := nodemgr.Health{}
+	reply, err := s.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindHealth})
+	if err != nil {
+		h = nodemgr.Health{Status: codeOf(err), Message: err.Error()}
+	} else {
+		h = *reply.(*nodemgr.Health)
+	}
+	s.m.health.Store(&h)
+}
+
+// syncWatch sends the guest what changed in the watched set since it last heard.
+func (s *slot) syncWatch(conn Conn) error {
+	m := s.m
+	m.watchMu.Lock()
+	want := make(map[nodemgr.WatchKey]float64, len(m.watched))
+	for k, v := range m.watched {
+		want[k] = v
+	}
+	m.watchMu.Unlock()
+	var set nodemgr.WatchSet
+	for k, v := range want {
+		if old, ok := s.sent[k]; !ok || old != v {
+			set.Add = append(set.Add, nodemgr.WatchItem{NodeId: k.NodeId, AttributeId: k.AttributeId, SamplingInterval: v})
+		}
+	}
+	for k := range s.sent {
+		if _, ok := want[k]; !ok {
+			set.Remove = append(set.Remove, k)
+		}
+	}
+	if len(set.Add) == 0 && len(set.Remove) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.CallTimeout)
+	defer cancel()
+	if _, err := s.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindWatch, Body: &set}); err != nil {
+		return err
+	}
+	s.sent = want
+	return nil
+}
+
+// setUp makes conn the slot's serving guest.
+func (s *slot) setUp(conn Conn) {
+	m := s.m
+	m.mu.Lock()
+	s.conn, s.up = conn, true
+	m.ready++
+	m.wake.Broadcast()
+	m.mu.Unlock()
+}
+
+// setDown takes conn out of service and closes it. When it was the last guest serving,
+// the queued operations are answered BadNotConnected.
+func (s *slot) setDown(conn Conn) {
+	m := s.m
+	m.mu.Lock()
+	var queued []*pending
+	if s.up {
+		s.up = false
+		m.ready--
+		if m.ready == 0 {
+			queued, m.queue = m.queue, nil
+			m.outstanding -= len(queued)
+		}
+	}
+	closing := m.closed
+	if !closing {
+		s.conn = nil
+	}
+	m.mu.Unlock()
+	for _, p := range queued {
+		p.end(status.BadNotConnected)
+	}
+	if !closing {
+		conn.Close() // Close closes the guests after it told them to Close
+	}
+}
+
+// drop closes the slot's guest, at Close.
+func (s *slot) drop() {
+	s.m.mu.Lock()
+	conn := s.conn
+	s.conn = nil
+	s.m.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+}
+
+// reportBroken tells the supervisor that conn broke.
+func (s *slot) reportBroken(conn Conn) {
+	select {
+	case s.broke <- conn:
+	default:
+	}
+}
+
+// noteErr keeps the last error of a guest, for Health.
+func (m *Manager) noteErr(err error) {
+	m.mu.Lock()
+	m.lastErr = err
+	m.mu.Unlock()
+}
+
+// codeOf returns the StatusCode err wraps, or BadCommunicationError.
+func codeOf(err error) status.Code {
+	var c status.Code
+	if errors.As(err, &c) {
+		return c
+	}
+	return status.BadCommunicationError
+}
