@@ -77,14 +77,14 @@ func (c *loopConn) Close() error            { c.once.Do(func() { close(c.broken)
 
 type pushLink func([]byte)
 
-func (p pushLink) Push(f []byte)    { p(f) }
-func (pushLink) Log([]byte)         {}
-func (pushLink) Now() time.Time     { return time.Now() }
+func (p pushLink) Push(f []byte) { p(f) }
+func (pushLink) Log([]byte)      {}
+func (pushLink) Now() time.Time  { return time.Now() }
 
 type testHost struct{}
 
 func (testHost) NamespaceIndexes() []uint16 { return []uint16{2} }
-func (testHost) Logger() *slog.Logger      { return slog.New(slog.DiscardHandler) }
+func (testHost) Logger() *slog.Logger       { return slog.New(slog.DiscardHandler) }
 func (testHost) Now() time.Time             { return time.Now() }
 func (testHost) Notifier() nodemgr.Notifier { return nil }
 
