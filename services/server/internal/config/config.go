@@ -184,8 +184,9 @@ type AddressSpace struct {
 	DemoNamespace bool `koanf:"demoNamespace"`
 	// NodeManagers are mounted in order; names and namespace URIs are
 	// unique. Each is built by the node-manager kind of its Type; an entry of
-	// a type this build has no kind for stops the start with an error that
-	// names it (the WASM and plugin hosts are not built yet).
+	// a type this build has no kind for, or one that cannot start (a missing
+	// file, a module that does not speak the ABI), stops the start with an
+	// error that names the setting and the file.
 	NodeManagers []NodeManager `koanf:"nodeManagers"`
 	// Simulation adds changing Double variables to the demo namespace, the
 	// load of the notification benchmark (bench/cmd/notify).
@@ -204,19 +205,52 @@ type Simulation struct {
 // and metrics.
 type NodeManager struct {
 	Name string `koanf:"name"`
-	// Type is "builtin" (compiled in, chosen by Name), "wasm" (a module at
-	// Path) or "plugin" (an out-of-process plugin at Path).
-	Type         string         `koanf:"type"`
-	NamespaceURI string         `koanf:"namespaceUri"`
-	Path         string         `koanf:"path"`
-	Options      map[string]any `koanf:"options"`
+	// Type is "builtin" (compiled in, chosen by Name), "wasm" (a WASM module
+	// at Path, run in the server's process by wazero) or "process" (a plugin
+	// executable at Path, run as a process of its own by go-plugin).
+	Type string `koanf:"type"`
+	// NamespaceURI is the namespace the manager serves; a wasm or process
+	// plugin is told it and serves it.
+	NamespaceURI string `koanf:"namespaceUri"`
+	Path         string `koanf:"path"`
+	// Args are the command-line arguments of a process plugin.
+	Args []string `koanf:"args"`
+	// Options are handed to the plugin as JSON; their meaning is the
+	// plugin's.
+	Options map[string]any `koanf:"options"`
+	// MaxOutstanding bounds the operations queued for or in flight at a wasm
+	// or process plugin; past it, further items are answered at once with
+	// BadResourceUnavailable. Default 256.
+	MaxOutstanding int `koanf:"maxOutstanding"`
+	// Instances is the number of instances of a wasm module, which answer
+	// in parallel; each holds its own state. Default 1.
+	Instances int `koanf:"instances"`
+	// MemoryLimitMiB bounds the memory of each instance of a wasm module.
+	// Default 64.
+	MemoryLimitMiB int `koanf:"memoryLimitMiB"`
+	// Grants are what a wasm module may see beyond its own memory; by
+	// default nothing: no file system, environment or network.
+	Grants Grants `koanf:"grants"`
+	// NoReload keeps a wasm or process plugin running when its file is
+	// replaced; by default the plugin is reloaded from the new file, and the
+	// sessions and subscriptions that use it stay.
+	NoReload bool `koanf:"noReload"`
+}
+
+// Grants are what a wasm module may see of the host.
+type Grants struct {
+	// Env names environment variables of the server the module sees.
+	Env []string `koanf:"env"`
+	// Dirs maps a path in the module to a directory of the host it may
+	// read (not write).
+	Dirs map[string]string `koanf:"dirs"`
 }
 
 // Node manager types.
 const (
 	NodeManagerBuiltin = "builtin"
 	NodeManagerWasm    = "wasm"
-	NodeManagerPlugin  = "plugin"
+	NodeManagerProcess = "process"
 )
 
 // Discovery is registration with a discovery server (Part 12 §6.3).

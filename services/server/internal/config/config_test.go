@@ -313,7 +313,7 @@ func TestValidate(t *testing.T) {
 			`endpoint.listenAddress: must be host:port or :port with a port from 0 to 65535, got "4840"`},
 		{"node manager type", func(c *Config) {
 			c.AddressSpace.NodeManagers = []NodeManager{{Name: "x", Type: "dll", NamespaceURI: "urn:x"}}
-		}, `addressSpace.nodeManagers[0].type: unknown value "dll"; allowed: builtin, wasm, plugin`},
+		}, `addressSpace.nodeManagers[0].type: unknown value "dll"; allowed: builtin, wasm, process`},
 		{"wasm without path", func(c *Config) {
 			c.AddressSpace.NodeManagers = []NodeManager{{Name: "x", Type: NodeManagerWasm, NamespaceURI: "urn:x"}}
 		}, "addressSpace.nodeManagers[0].path: must name the wasm file"},

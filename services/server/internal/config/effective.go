@@ -190,7 +190,7 @@ func (t UserTokenPolicy) LogValue() slog.Value {
 	return slog.StringValue(s)
 }
 
-// LogValue is the name and the type, e.g. "plc(plugin)", as [Effective]
+// LogValue is the name and the type, e.g. "plc(process)", as [Effective]
 // shows it; the options, which may hold a device's credentials, are left out.
 func (n NodeManager) LogValue() slog.Value {
 	return slog.StringValue(n.Name + "(" + n.Type + ")")

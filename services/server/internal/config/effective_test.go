@@ -33,7 +33,7 @@ func TestEffectiveShowsEverySetting(t *testing.T) {
 	t.Parallel()
 	cfg := Default()
 	cfg.Security.Users = []User{{Name: "alice", PasswordHash: testHash(t), Roles: []string{"Operator"}}}
-	cfg.AddressSpace.NodeManagers = []NodeManager{{Name: "plc", Type: NodeManagerPlugin, NamespaceURI: "urn:plc", Path: "plc.bin"}}
+	cfg.AddressSpace.NodeManagers = []NodeManager{{Name: "plc", Type: NodeManagerProcess, NamespaceURI: "urn:plc", Path: "plc.bin"}}
 	ko := koanf.New(".")
 	require.NoError(t, ko.Load(structs.Provider(cfg, "koanf"), nil))
 	require.Greater(t, len(ko.Keys()), 50)
@@ -78,7 +78,7 @@ func TestEffectiveShowsEverySetting(t *testing.T) {
 		eff["security.securityPolicies"].Any())
 	require.Equal(t, []any{"anonymous", "username:Basic256Sha256", "certificate:Basic256Sha256"},
 		eff["security.userTokenPolicies"].Any())
-	require.Equal(t, []any{"plc(plugin)"}, eff["addressSpace.nodeManagers"].Any())
+	require.Equal(t, []any{"plc(process)"}, eff["addressSpace.nodeManagers"].Any())
 	require.Equal(t, int64(1), eff["security.users"].Int64())
 }
 

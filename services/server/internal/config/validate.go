@@ -178,9 +178,18 @@ func (c *Config) Validate() error {
 		} else {
 			names[nm.Name] = i
 		}
-		ps.oneOf(key+".type", nm.Type, NodeManagerBuiltin, NodeManagerWasm, NodeManagerPlugin)
-		if (nm.Type == NodeManagerWasm || nm.Type == NodeManagerPlugin) && nm.Path == "" {
+		ps.oneOf(key+".type", nm.Type, NodeManagerBuiltin, NodeManagerWasm, NodeManagerProcess)
+		if (nm.Type == NodeManagerWasm || nm.Type == NodeManagerProcess) && nm.Path == "" {
 			ps.add(key+".path", "must name the %s file", nm.Type)
+		}
+		if nm.MaxOutstanding < 0 {
+			ps.add(key+".maxOutstanding", "must be 0 (the default) or positive")
+		}
+		if nm.Instances < 0 || nm.Instances > 64 {
+			ps.add(key+".instances", "must be 0 (the default) to 64")
+		}
+		if nm.MemoryLimitMiB < 0 || nm.MemoryLimitMiB > 4096 {
+			ps.add(key+".memoryLimitMiB", "must be 0 (the default) to 4096")
 		}
 		if nm.NamespaceURI == "" {
 			if nm.Type != NodeManagerBuiltin {

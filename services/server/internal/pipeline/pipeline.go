@@ -226,6 +226,10 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 	}
 }
 
+// timeoutGrace is how long after a request's TimeoutHint its managers have to answer
+// their items BadTimeout before the whole request is answered with a ServiceFault.
+const timeoutGrace = 50 * time.Millisecond
+
 // enqueue hands job to the request queue. When the queue is full the request is answered
 // with a ServiceFault BadServerTooBusy carrying a RetryAfterMs hint; after Close the
 // answer is BadShutdown. A job gets the pending request and answers it with
@@ -235,12 +239,15 @@ func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.Reques
 	if h.TimeoutHint > 0 {
 		timeout := time.Duration(h.TimeoutHint) * time.Millisecond
 		pd.Ctx, pd.cancel = context.WithTimeout(ctx, timeout)
+		// The managers see the deadline and answer their items BadTimeout, so that the
+		// response still carries the others' results; only a request nobody answered
+		// soon after it is ended with a ServiceFault.
 		deadline := pd.Ctx
-		pd.stopTime = context.AfterFunc(deadline, func() {
+		pd.stopTime = time.AfterFunc(timeout+timeoutGrace, func() {
 			if errors.Is(deadline.Err(), context.DeadlineExceeded) {
 				pd.timeout()
 			}
-		})
+		}).Stop
 	} else {
 		pd.Ctx, pd.cancel = context.WithCancel(ctx)
 	}

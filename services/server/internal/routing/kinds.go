@@ -12,7 +12,7 @@ import (
 // (addressSpace.nodeManagers[].type), as Caddy's modules are named: a factory that turns
 // one configuration entry into a manager.
 type Kind struct {
-	// Type is the configuration's name of the kind ("builtin", "wasm", "plugin").
+	// Type is the configuration's name of the kind ("builtin", "wasm", "process").
 	Type string
 	// Provision builds the manager of entry nm: it reads the entry's name, path and
 	// options and fails with an error that says what is wrong with them.
