@@ -267,6 +267,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Release closes a Manager the server provisioned but did not start (routing.Releaser);
+// after Close it does nothing.
+func (m *Manager) Release(ctx context.Context) error { return m.Close(ctx) }
+
 // Health reports the guests' health (nodemgr.HealthReporter): Bad while none is
 // connected, else what the guest last said (Good when it does not say).
 func (m *Manager) Health(context.Context) nodemgr.Health {

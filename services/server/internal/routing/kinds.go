@@ -1,8 +1,11 @@
 package routing
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/services/server/internal/config"
@@ -23,6 +26,13 @@ type Kind struct {
 // stops the start.
 type Validator interface {
 	Validate() error
+}
+
+// Releaser is a provisioned manager that holds resources from Provision on (a plugin's
+// guest, a process): when the server does not start after all, it is released without
+// having been started. Release may follow Close, and does nothing then.
+type Releaser interface {
+	Release(ctx context.Context) error
 }
 
 // Kinds is the registry of the node-manager kinds a build can load. Register kinds before
@@ -50,18 +60,24 @@ func (ks *Kinds) Register(k Kind) error {
 // each is provisioned, validated (Validator) and checked to serve the namespace its
 // entry names. An entry of a kind this build lacks, or one that fails, is an error that
 // names the setting.
-func (ks *Kinds) Provision(entries []config.NodeManager) ([]Named, error) {
+func (ks *Kinds) Provision(entries []config.NodeManager) (_ []Named, err error) {
 	var out []Named
+	defer func() {
+		if err != nil {
+			Release(out)
+		}
+	}()
 	for i, nm := range entries {
 		setting := fmt.Sprintf("addressSpace.nodeManagers[%d] (%q, type %s)", i, nm.Name, nm.Type)
 		k, ok := ks.byType[nm.Type]
 		if !ok {
-			return nil, fmt.Errorf("%s: this build cannot load %s node managers yet; remove the entry (the demo namespace is addressSpace.demoNamespace)", setting, nm.Type)
+			return nil, fmt.Errorf("%s: this build cannot load %s node managers; remove the entry (the demo namespace is addressSpace.demoNamespace)", setting, nm.Type)
 		}
 		m, err := k.Provision(nm)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", setting, err)
 		}
+		out = append(out, Named{Name: nm.Name, Manager: m})
 		if v, ok := m.(Validator); ok {
 			if err := v.Validate(); err != nil {
 				return nil, fmt.Errorf("%s: %w", setting, err)
@@ -70,7 +86,25 @@ func (ks *Kinds) Provision(entries []config.NodeManager) ([]Named, error) {
 		if nm.NamespaceURI != "" && !slices.Contains(m.Namespaces(), nm.NamespaceURI) {
 			return nil, fmt.Errorf("%s: the manager serves %q, not namespaceUri %q", setting, m.Namespaces(), nm.NamespaceURI)
 		}
-		out = append(out, Named{Name: nm.Name, Manager: m})
 	}
 	return out, nil
+}
+
+// releaseTimeout bounds how long Release waits for the managers.
+const releaseTimeout = 30 * time.Second
+
+// Release releases the managers of ms that are Releasers, when the server does not
+// start after all; it returns the errors joined.
+func Release(ms []Named) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	var errs []error
+	for _, m := range ms {
+		if r, ok := m.Manager.(Releaser); ok {
+			if err := r.Release(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("node manager %s: release: %w", m.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

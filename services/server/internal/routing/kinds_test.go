@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestKinds(t *testing.T) {
 		err   string
 	}{
 		{config.NodeManager{Name: "plc", Type: config.NodeManagerWasm, NamespaceURI: "urn:plc", Path: "plc.wasm"},
-			`addressSpace.nodeManagers[0] ("plc", type wasm): this build cannot load wasm node managers yet`},
+			`addressSpace.nodeManagers[0] ("plc", type wasm): this build cannot load wasm node managers`},
 		{config.NodeManager{Name: "broken", Type: config.NodeManagerBuiltin}, `addressSpace.nodeManagers[0] ("broken", type builtin): no such device`},
 		{config.NodeManager{Name: "invalid", Type: config.NodeManagerBuiltin, NamespaceURI: "urn:i"}, "option rate: below 1"},
 		{config.NodeManager{Name: "elsewhere", Type: config.NodeManagerBuiltin, NamespaceURI: "urn:e"}, `serves ["urn:other"], not namespaceUri "urn:e"`},
@@ -64,4 +65,40 @@ func TestKinds(t *testing.T) {
 		_, err := ks.Provision([]config.NodeManager{tc.entry})
 		require.ErrorContains(t, err, tc.err)
 	}
+}
+
+// released is a manager that counts its releases.
+type released struct {
+	plain
+	n *int
+}
+
+func (r released) Release(context.Context) error { *r.n++; return nil }
+
+// TestKindsReleaseOnFailure: when an entry fails, the managers provisioned before it, and
+// the failing one when it was built, are released: nothing a plugin took stays behind.
+func TestKindsReleaseOnFailure(t *testing.T) {
+	t.Parallel()
+	n := 0
+	var ks Kinds
+	require.NoError(t, ks.Register(Kind{Type: config.NodeManagerBuiltin, Provision: func(nm config.NodeManager) (nodemgr.Manager, error) {
+		if nm.Name == "wrong" {
+			return released{plain("urn:other"), &n}, nil
+		}
+		return released{plain(nm.NamespaceURI), &n}, nil
+	}}))
+	_, err := ks.Provision([]config.NodeManager{
+		{Name: "a", Type: config.NodeManagerBuiltin, NamespaceURI: "urn:a"},
+		{Name: "b", Type: config.NodeManagerBuiltin, NamespaceURI: "urn:b"},
+		{Name: "wrong", Type: config.NodeManagerBuiltin, NamespaceURI: "urn:w"},
+	})
+	require.ErrorContains(t, err, "not namespaceUri")
+	require.Equal(t, 3, n)
+
+	n = 0
+	ms, err := ks.Provision([]config.NodeManager{{Name: "a", Type: config.NodeManagerBuiltin, NamespaceURI: "urn:a"}})
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing released when all are provisioned")
+	require.NoError(t, Release(ms))
+	require.Equal(t, 1, n)
 }

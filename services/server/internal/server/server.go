@@ -119,6 +119,13 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			if rerr := routing.Release(configured); rerr != nil {
+				log.Warn("node managers", "err", rerr)
+			}
+		}
+	}()
 	// Polling makes a certificate moved between the store folders count within seconds,
 	// without a restart; an idle poll only lists the folders.
 	p, err := pki.Open(cfg.Security.PKIDir, pki.Options{Logger: log, AutoAccept: cfg.Security.AutoAcceptUntrusted, PollInterval: trustPollInterval})
