@@ -23,6 +23,7 @@ func (s *slot) lane() {
 		}
 		keep = s.carry(conn, ps, &b, keep[:0])
 		clear(keep)
+		s.doneWith(conn)
 		m.mu.Lock()
 		m.outstanding -= len(ps)
 		m.mu.Unlock()
@@ -41,6 +42,7 @@ func (s *slot) take() (Conn, []*pending) {
 	if m.closed {
 		return nil, nil
 	}
+	s.inflight[s.conn]++
 	n := min(len(m.queue), m.cfg.MaxBatch)
 	ps := make([]*pending, n)
 	copy(ps, m.queue)

@@ -138,7 +138,8 @@ func Open(ctx context.Context, d Dialer, cfg Config) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.slots = make([]*slot, cfg.Conns)
 	for i := range m.slots {
-		m.slots[i] = &slot{m: m, index: i, dirty: make(chan struct{}, 1), broke: make(chan Conn, 1)}
+		m.slots[i] = &slot{m: m, index: i, dirty: make(chan struct{}, 1), broke: make(chan Conn, 1),
+			replace: make(chan struct{}, 1), inflight: map[Conn]int{}, retired: map[Conn]bool{}}
 	}
 	s0 := m.slots[0]
 	conn, info, err := s0.connect(ctx)
@@ -265,6 +266,19 @@ func (m *Manager) Close(ctx context.Context) error {
 		errs = append(errs, m.cfg.Release(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// Reload replaces every guest with a fresh one (a new module, a restarted process),
+// each as soon as the fresh one is set up: operations in flight finish on the old guest,
+// the next ones go to the new, and the watched set is replayed to it. A fresh guest that
+// cannot be set up is logged and the old one serves on. It returns at once.
+func (m *Manager) Reload() {
+	for _, s := range m.slots {
+		select {
+		case s.replace <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Release closes a Manager the server provisioned but did not start (routing.Releaser);

@@ -220,3 +220,39 @@ func TestGoneGuestIsNotConnected(t *testing.T) {
 	wait(t, ch)
 	require.Equal(t, status.BadNotConnected, op.Results[0].Status)
 }
+
+func TestReloadUnderLoad(t *testing.T) {
+	c := &counter{}
+	m, l := open(t, c, Config{MaxOutstanding: 1024})
+	stop := make(chan struct{})
+	var bad atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				op, ch := read(context.Background(), m, 1)
+				<-ch
+				if op.Results[0].Status != status.Good {
+					bad.Add(1)
+				}
+			}
+		}()
+	}
+	for i := range 3 {
+		m.Reload()
+		require.Eventually(t, func() bool { return l.dials.Load() == int32(i+2) }, 5*time.Second, time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	require.Zero(t, bad.Load(), "no Read failed across three reloads")
+	_, frames := m.Stats()
+	require.Positive(t, frames)
+}

@@ -28,10 +28,19 @@ type slot struct {
 	conn Conn
 	up   bool
 
-	broke chan Conn     // a lane saw the guest break
-	dirty chan struct{} // the watched set changed
-	sent  map[nodemgr.WatchKey]float64
+	// inflight counts the calls of each guest, and retired holds the guests a reload
+	// replaced: each is closed when its last call ends. Both are guarded by m.mu.
+	inflight map[Conn]int
+	retired  map[Conn]bool
+
+	broke   chan Conn     // a lane saw the guest break
+	dirty   chan struct{} // the watched set changed
+	replace chan struct{} // Reload: connect a fresh guest and retire this one
+	sent    map[nodemgr.WatchKey]float64
 }
+
+// errReplace ends serve for a reload.
+var errReplace = errors.New("reload")
 
 // current returns the slot's guest, or nil.
 func (s *slot) current() Conn {
@@ -171,6 +180,10 @@ func (s *slot) supervise() {
 		s.setUp(conn)
 		upAt := time.Now()
 		err := s.serve(conn)
+		for err == errReplace {
+			conn = s.reload(conn)
+			err = s.serve(conn)
+		}
 		s.setDown(conn)
 		if err == nil { // Close
 			return
@@ -232,6 +245,8 @@ func (s *slot) serve(conn Conn) error {
 			}
 		case <-retry:
 			s.markDirty()
+		case <-s.replace:
+			return errReplace
 		case <-health:
 			s.pollHealth(conn)
 		}
@@ -282,6 +297,52 @@ func (s *slot) syncWatch(conn Conn) error {
 	}
 	s.sent = want
 	return nil
+}
+
+// reload connects a fresh guest and puts it in old's place, and returns it; the lanes'
+// calls on old finish there, then old is closed. When the fresh guest cannot be set up,
+// old serves on.
+func (s *slot) reload(old Conn) Conn {
+	m := s.m
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.CallTimeout)
+	next, err := s.prelude(ctx)
+	cancel()
+	if err != nil {
+		m.cfg.Logger.Error("plugin: reload failed; the running guest serves on", "slot", s.index, "err", err)
+		return old
+	}
+	m.mu.Lock()
+	s.conn = next
+	closeNow := s.inflight[old] == 0
+	if !closeNow {
+		s.retired[old] = true
+	}
+	m.mu.Unlock()
+	if closeNow {
+		old.Close()
+	}
+	m.cfg.Logger.Info("plugin: guest reloaded", "slot", s.index)
+	return next
+}
+
+// doneWith ends a lane's call on conn, and closes conn when a reload retired it and this
+// was its last call.
+func (s *slot) doneWith(conn Conn) {
+	m := s.m
+	m.mu.Lock()
+	s.inflight[conn]--
+	last := s.inflight[conn] == 0
+	if last {
+		delete(s.inflight, conn)
+	}
+	retired := last && s.retired[conn]
+	if retired {
+		delete(s.retired, conn)
+	}
+	m.mu.Unlock()
+	if retired {
+		conn.Close()
+	}
 }
 
 // setUp makes conn the slot's serving guest.
