@@ -28,6 +28,7 @@ type Options struct {
 	Warmup      time.Duration // load before the window, not counted
 	Window      time.Duration // the measured window
 	ServerPid   int           // process whose CPU is charged to the server; 0 = none
+	ServerTree  bool          // charge the processes below ServerPid too (plugin processes)
 	Progress    *report.Progress
 }
 
@@ -133,7 +134,11 @@ func Run(ctx context.Context, dial Dial, o Options) (Result, error) {
 	var server *proc.Meter
 	if o.ServerPid != 0 {
 		var err error
-		if server, err = proc.Start(o.ServerPid); err != nil {
+		start := proc.Start
+		if o.ServerTree {
+			start = proc.StartTree
+		}
+		if server, err = start(o.ServerPid); err != nil {
 			cancel()
 			wg.Wait()
 			return res, err

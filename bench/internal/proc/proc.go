@@ -67,8 +67,18 @@ func selfCPUTimes() (user, sys time.Duration) {
 
 // Meter measures the CPU one process spends over a window.
 type Meter struct {
-	pid       int // 0 for this process
+	pid       int  // 0 for this process
+	tree      bool // pid and its live descendants
 	user, sys time.Duration
+}
+
+// StartTree begins a window for pid and the processes below it (a server and its plugin
+// processes). A descendant that ends within the window takes its CPU time with it.
+func StartTree(pid int) (*Meter, error) {
+	m := &Meter{pid: pid, tree: true}
+	var err error
+	m.user, m.sys, err = m.now()
+	return m, err
 }
 
 // Start begins a window for pid (0 = this process).
@@ -96,7 +106,61 @@ func (m *Meter) now() (user, sys time.Duration, err error) {
 		u, s := selfCPUTimes()
 		return u, s, nil
 	}
-	return CPUTimes(m.pid)
+	if !m.tree {
+		return CPUTimes(m.pid)
+	}
+	for _, p := range append(Descendants(m.pid), m.pid) {
+		u, s, err := CPUTimes(p)
+		if err != nil {
+			if p == m.pid {
+				return 0, 0, err
+			}
+			continue // ended meanwhile
+		}
+		user, sys = user+u, sys+s
+	}
+	return user, sys, nil
+}
+
+// Descendants returns the live processes below pid, found by their parent ids in /proc.
+func Descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			parent[p] = pp
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // RSS reads the resident set size of process pid (VmRSS of /proc/<pid>/status) in bytes.

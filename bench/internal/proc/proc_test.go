@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -43,4 +44,21 @@ func TestCPUTime(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, u, time.Duration(0))
 	require.GreaterOrEqual(t, s, time.Duration(0))
+}
+
+// TestTree: a child process is below this one, and the tree's CPU time holds its own.
+func TestTree(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	require.Contains(t, Descendants(os.Getpid()), cmd.Process.Pid)
+	require.NotContains(t, Descendants(cmd.Process.Pid), os.Getpid())
+	m, err := StartTree(os.Getpid())
+	require.NoError(t, err)
+	for range 2_000_000 {
+		_ = os.Getpid() // a system call: CPU time for this process
+	}
+	d, err := m.Stop()
+	require.NoError(t, err)
+	require.Positive(t, d)
 }
