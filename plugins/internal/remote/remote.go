@@ -38,6 +38,14 @@ type Conn interface {
 	Close() error
 }
 
+// Refresher is a Dialer that reads the plugin's file once and has to read it again for
+// a reload (a WASM host compiles the module once).
+type Refresher interface {
+	// Refresh makes the next Dials use the file as it is now. On error the Dialer
+	// dials as before.
+	Refresh(ctx context.Context) error
+}
+
 // ErrBroken marks the errors of a Conn that must be replaced.
 var ErrBroken = errors.New("the guest must be replaced")
 
@@ -268,17 +276,25 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Reload replaces every guest with a fresh one (a new module, a restarted process),
-// each as soon as the fresh one is set up: operations in flight finish on the old guest,
-// the next ones go to the new, and the watched set is replayed to it. A fresh guest that
-// cannot be set up is logged and the old one serves on. It returns at once.
-func (m *Manager) Reload() {
+// Reload replaces every guest with a fresh one from the plugin's file as it is now (a
+// new module, a restarted process), each as soon as the fresh one is set up: operations
+// in flight finish on the old guest, the next ones go to the new, and the watched set is
+// replayed to it. A file that cannot be loaded is an error and the old guests serve on;
+// a fresh guest that cannot be set up is logged and the old one serves on. It returns
+// once the file is read; the guests are replaced in the background.
+func (m *Manager) Reload(ctx context.Context) error {
+	if r, ok := m.dialer.(Refresher); ok {
+		if err := r.Refresh(ctx); err != nil {
+			return err
+		}
+	}
 	for _, s := range m.slots {
 		select {
 		case s.replace <- struct{}{}:
 		default:
 		}
 	}
+	return nil
 }
 
 // Release closes a Manager the server provisioned but did not start (routing.Releaser);

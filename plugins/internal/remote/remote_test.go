@@ -246,7 +246,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}()
 	}
 	for i := range 3 {
-		m.Reload()
+		require.NoError(t, m.Reload(context.Background()))
 		require.Eventually(t, func() bool { return l.dials.Load() == int32(i+2) }, 5*time.Second, time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
 	}
