@@ -71,6 +71,11 @@ type Config struct {
 	Backoff, MaxBackoff time.Duration
 	// Logger logs the guests' lives; nil discards.
 	Logger *slog.Logger
+	// Watch is the plugin's file: when it is replaced, the guests are reloaded from it
+	// (Reload). "" watches nothing. WatchEvery is how often it is looked at; zero means
+	// 1s.
+	Watch      string
+	WatchEvery time.Duration
 	// Release is called by Close after the guests are closed (the host's runtime or
 	// plugin client); nil for none.
 	Release func(ctx context.Context) error
@@ -100,6 +105,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.WatchEvery <= 0 {
+		c.WatchEvery = time.Second
 	}
 }
 
@@ -218,6 +226,10 @@ func (m *Manager) Start(ctx context.Context, host nodemgr.Host) error {
 	m.mu.Lock()
 	m.params, m.host = params, host
 	m.mu.Unlock()
+	if m.cfg.Watch != "" {
+		m.wg.Add(1)
+		go m.watchFile()
+	}
 	for _, s := range m.slots {
 		m.wg.Add(1)
 		go s.supervise()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,4 +257,19 @@ func TestReloadUnderLoad(t *testing.T) {
 	require.Zero(t, bad.Load(), "no Read failed across three reloads")
 	_, frames := m.Stats()
 	require.Positive(t, frames)
+}
+
+func TestReloadWhenTheFileIsReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plugin.bin")
+	require.NoError(t, os.WriteFile(path, []byte("v1"), 0o644))
+	c := &counter{}
+	_, l := open(t, c, Config{Watch: path, WatchEvery: 10 * time.Millisecond})
+	require.Equal(t, int32(1), l.dials.Load())
+	// Replaced the way installers do it: written beside, then renamed over.
+	next := path + ".new"
+	require.NoError(t, os.WriteFile(next, []byte("v2!"), 0o644))
+	require.NoError(t, os.Rename(next, path))
+	require.Eventually(t, func() bool { return l.dials.Load() == 2 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	require.Equal(t, int32(2), l.dials.Load(), "one reload per replacement")
 }
