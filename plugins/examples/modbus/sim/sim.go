@@ -274,16 +274,19 @@ func (s *Simulator) SimulateTemperature(addr uint16, period time.Duration) {
 	}
 	stop := make(chan struct{})
 	s.tempStop = stop
+	// One cycle of ±3 °C every 120 steps; the first step before SimulateTemperature
+	// returns, so that the register never reads 0.
+	temperature := func(step int) uint16 {
+		return uint16(int16(215 + math.Round(30*math.Sin(2*math.Pi*float64(step)/120))))
+	}
+	s.input[addr] = temperature(0)
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		t := time.NewTicker(period)
 		defer t.Stop()
-		for step := 0; ; step++ {
-			// One cycle of ±3 °C every 120 steps.
-			tenths := 215 + math.Round(30*math.Sin(2*math.Pi*float64(step)/120))
-			s.SetInput(addr, uint16(int16(tenths)))
+		for step := 1; ; step++ {
 			select {
 			case <-t.C:
 			case <-stop:
@@ -291,6 +294,7 @@ func (s *Simulator) SimulateTemperature(addr uint16, period time.Duration) {
 			case <-s.quit:
 				return
 			}
+			s.SetInput(addr, temperature(step))
 		}
 	}()
 }
