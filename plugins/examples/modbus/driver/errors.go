@@ -42,7 +42,7 @@ func (e *TypeError) Error() string {
 // Application Protocol v1.1b3 §7), such as Illegal Data Address. The connection is
 // fine; only the points of that request failed. Err is the exception, one of the
 // modbus.Err* values of github.com/simonvetter/modbus. A node manager answers it with
-// BadDeviceFailure (or BadNodeIdUnknown for an address the device does not have).
+// BadDeviceFailure.
 type ExceptionError struct {
 	Table   Table  // the table of the request
 	Address uint16 // its first register or bit

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/simonvetter/modbus"
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/plugins/examples/modbus/driver"
@@ -218,6 +219,32 @@ func TestPollerReportsFailureOnceAndRecovers(t *testing.T) {
 		require.NoError(t, v.Err)
 	}
 	require.False(t, d.Health().Failing)
+}
+
+func TestPollerReportsExceptionOnce(t *testing.T) {
+	t.Parallel()
+	s := startSim(t)
+	s.SetHolding(0, 10)
+	s.SetCoils(0, true)
+	d := newDevice(t, s, driver.HighFirst, pollerPoints...)
+	p, r := newPoller(t, d)
+	s.SetException(sim.ReadCoils, modbus.ErrIllegalDataAddress)
+	require.NoError(t, p.Watch([]driver.WatchItem{{Point: 0}, {Point: 2}}, nil))
+	first := byPoint(r.waitFor(t, 2))
+	require.Equal(t, uint16(10), first[0].Value)
+	require.ErrorIs(t, first[2].Err, modbus.ErrIllegalDataAddress)
+
+	s.SetHolding(0, 11)
+	changed := r.waitFor(t, 1)
+	require.Equal(t, 0, changed[0].Point, "the other request goes on; the failed one is not reported again")
+	time.Sleep(60 * time.Millisecond)
+	require.Empty(t, r.take())
+	require.False(t, d.Health().Failing)
+
+	s.SetException(sim.ReadCoils, nil)
+	back := r.waitFor(t, 1)
+	require.Equal(t, 2, back[0].Point)
+	require.Equal(t, true, back[0].Value)
 }
 
 func TestPollerReportsTimeoutWhenStalled(t *testing.T) {

@@ -325,6 +325,7 @@ func (h handler) begin(f Function) error {
 	return nil
 }
 
+// HandleCoils reads and writes coils (functions 1, 5 and 15).
 func (h handler) HandleCoils(req *modbus.CoilsRequest) ([]bool, error) {
 	f := ReadCoils
 	if req.IsWrite {
@@ -341,6 +342,7 @@ func (h handler) HandleCoils(req *modbus.CoilsRequest) ([]bool, error) {
 	return append([]bool(nil), h.s.coils[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
 }
 
+// HandleDiscreteInputs reads discrete inputs (function 2).
 func (h handler) HandleDiscreteInputs(req *modbus.DiscreteInputsRequest) ([]bool, error) {
 	if err := h.begin(ReadDiscreteInputs); err != nil {
 		return nil, err
@@ -349,6 +351,7 @@ func (h handler) HandleDiscreteInputs(req *modbus.DiscreteInputsRequest) ([]bool
 	return append([]bool(nil), h.s.discrete[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
 }
 
+// HandleHoldingRegisters reads and writes holding registers (functions 3, 6 and 16).
 func (h handler) HandleHoldingRegisters(req *modbus.HoldingRegistersRequest) ([]uint16, error) {
 	f := ReadHoldingRegisters
 	if req.IsWrite {
@@ -365,6 +368,7 @@ func (h handler) HandleHoldingRegisters(req *modbus.HoldingRegistersRequest) ([]
 	return append([]uint16(nil), h.s.holding[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
 }
 
+// HandleInputRegisters reads input registers (function 4).
 func (h handler) HandleInputRegisters(req *modbus.InputRegistersRequest) ([]uint16, error) {
 	if err := h.begin(ReadInputRegisters); err != nil {
 		return nil, err
