@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/simonvetter/modbus v1.6.4
+	github.com/stretchr/testify v1.12.1
 	github.com/tetratelabs/wazero v1.12.0
 	google.golang.org/protobuf v1.36.6
 	uastack.dev/pkg v0.0.0
@@ -19,7 +20,6 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/oklog/run v1.1.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/net v0.38.0 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
