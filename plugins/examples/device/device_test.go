@@ -319,3 +319,33 @@ func TestStartNeedsMount(t *testing.T) {
 	require.Nil(t, d.Mount([]uint16{2, 3}))
 	require.ErrorContains(t, d.Start(context.Background(), nodemgrtest.NewHost(t, []uint16{2, 3})), "2 namespace indexes")
 }
+
+// FuzzOptions: any options either fail with an error or give settings a Device runs
+// with: positive durations, a finite rampStep, and values that read as Doubles.
+func FuzzOptions(f *testing.F) {
+	for _, seed := range []string{"", "{}", "null", `{"period": "10s", "rampStep": 1, "tick": "1s", "setpoint": 0}`,
+		`{"period": "1ns"}`, `{"tick": "2562047h"}`, `{"rampStep": 1e308}`, `{"period": "-1s"}`, `{"x": 1}`, `{} {}`, `[`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, options []byte) {
+		d, err := New("urn:test:device", options)
+		if err != nil {
+			return
+		}
+		o := d.opts
+		if o.Period <= 0 || o.Tick <= 0 || math.IsNaN(o.RampStep) || math.IsInf(o.RampStep, 0) {
+			t.Fatalf("New accepted %q as %+v", options, o)
+		}
+		for _, at := range []time.Time{epoch, time.Unix(0, -1), time.Unix(1<<40, 999)} {
+			if s := d.sine(at); s < -1 || s > 1 {
+				t.Fatalf("sine %v at %v", s, at)
+			}
+			if r := d.ramp(at); math.IsNaN(r) || math.Abs(r) > math.Abs(o.RampStep)*o.Period.Seconds() {
+				t.Fatalf("ramp %v at %v beyond one period's growth", r, at)
+			}
+		}
+		if d.counter(time.Unix(0, 1)) > d.counter(time.Unix(1<<30, 0)) {
+			t.Fatalf("counter goes back with tick %v", o.Tick)
+		}
+	})
+}
