@@ -70,8 +70,8 @@ type Variable struct {
 	BrowseName  codec.QualifiedName
 	DisplayName codec.LocalizedText // BrowseName.Name when empty
 	Description codec.LocalizedText
-	// DataType is required; ValueRank is -1 (Scalar) for a zero Variable only when
-	// ArrayDimensions is empty: set it for arrays (Part 3 §5.6.2).
+	// DataType is required. A zero ValueRank without ArrayDimensions means -1
+	// (Scalar), so that scalars need not say it; set it for arrays (Part 3 §5.6.2).
 	DataType        codec.NodeId
 	ValueRank       int32
 	ArrayDimensions []uint32
