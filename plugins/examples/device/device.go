@@ -175,6 +175,12 @@ func New(namespaceURI string, options []byte) (*Device, error) {
 	return d, nil
 }
 
+// Factory builds a Device from its configuration entry (sdk.Factory): its namespace
+// URI and options.
+func Factory(setup nodemgr.Setup) (nodemgr.Manager, error) {
+	return New(setup.NamespaceURI, setup.Options)
+}
+
 // Namespaces returns the Device's namespace URI.
 func (d *Device) Namespaces() []string { return []string{d.uri} }
 
