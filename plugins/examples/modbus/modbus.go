@@ -116,8 +116,8 @@ func (m *Manager) Mount(indexes []uint16) []nodemgr.Mount {
 			Description: codec.LocalizedText{Text: fmt.Sprintf("%s %s %d", p.Table, p.Type, p.Address)},
 			DataType:    codec.NewNumericNodeId(0, dataType(p.Type)), AccessLevel: access, Parent: m.object,
 			MinimumSamplingInterval: float64(m.opts.MinPollInterval / time.Millisecond),
-			Get: func(codec.DateTime) codec.DataValue { return codec.DataValue{Status: status.BadWaitingForInitialData} },
-			Set: func(codec.DataValue) status.Code { return status.BadNotWritable }})
+			Get:                     func(codec.DateTime) codec.DataValue { return codec.DataValue{Status: status.BadWaitingForInitialData} },
+			Set:                     func(codec.DataValue) status.Code { return status.BadNotWritable }})
 	}
 	if err != nil {
 		panic(fmt.Sprintf("modbus: nodes of %s: %v", m.name, err)) // the names were checked by ParseOptions
@@ -268,7 +268,7 @@ func (m *Manager) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
 		now = codec.DateTimeOf(time.Now())
 	}
 	var ask, at []int // points to read from the device, and their items
-	var rest []int     // items the space answers
+	var rest []int    // items the space answers
 	for i, it := range op.Items {
 		p, ok := m.points[it.NodeId]
 		if !ok || it.AttributeId != uint32(attr.Value) || it.IndexRange != "" || it.DataEncoding.Name != "" {
