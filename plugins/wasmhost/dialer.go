@@ -40,11 +40,16 @@ func (d *dialer) compile(ctx context.Context, code []byte) error {
 		return err
 	}
 	d.cache = cache
+	return d.compileWith(ctx, rc, code)
+}
+
+// compileWith is compile with the runtime configuration rc.
+func (d *dialer) compileWith(ctx context.Context, rc wazero.RuntimeConfig, code []byte) error {
 	d.r = wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, d.r); err != nil {
 		return fmt.Errorf("WASI: %w", err)
 	}
-	_, err = d.r.NewHostModuleBuilder("uastack").
+	_, err := d.r.NewHostModuleBuilder("uastack").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(d.log), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil).Export("log").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(d.push), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil).Export("push").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(d.now), nil, []api.ValueType{api.ValueTypeI64}).Export("now").
