@@ -10,9 +10,6 @@ import (
 	"uastack.dev/plugins/sdk"
 )
 
-// ABIVersion is the version of ABI.md this package implements.
-const ABIVersion = 1
-
 // The guest's state: one call at a time runs in an instance, so plain globals do.
 var (
 	guest *sdk.Guest
