@@ -1,3 +1,5 @@
+//go:build wasip1
+
 // Command wasm is the simulated device as a WASM node manager:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o device.wasm ./plugins/examples/device/wasm
