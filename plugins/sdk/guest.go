@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/plugins/wire"
@@ -40,6 +42,8 @@ type Guest struct {
 	m  nodemgr.Manager
 
 	watchMu sync.Mutex // Watch is called from one goroutine at a time, in order
+
+	states sync.Pool // *serveState: what a batch is decoded into, kept for the next
 }
 
 // NewGuest returns a Guest that builds its manager with f when the host sets it up.
@@ -50,53 +54,122 @@ func NewGuest(f Factory, link Link) *Guest { return &Guest{factory: f, link: lin
 // the batch.
 const stuckGrace = 100 * time.Millisecond
 
+// nodeIdCache is the size of a state's cache of decoded string NodeIds: a guest's
+// nodes are asked for again and again.
+const nodeIdCache = 1024
+
+// serveState is the memory of one batch: its calls, each holding the request decoded
+// into the body of the same kind as last time, and the decoder. A state goes back to the
+// pool after its batch unless a manager never called done, which may then still write
+// into it.
+type serveState struct {
+	d     *codec.Decoder
+	out   wire.Batch
+	calls []*call
+	left  atomic.Int32  // operations whose done has not been called
+	wake  chan struct{} // gets a value when left drops to 0
+}
+
+// call is one request of a batch and its reply.
+type call struct {
+	st     *serveState
+	req    nodemgr.Frame
+	reply  nodemgr.Frame
+	fired  atomic.Bool // done was called
+	waits  bool        // an operation, counted in left
+	doneFn func()      // made once: calls done without a closure per operation
+	// The reply bodies of the operations, kept with their slices for the next batch.
+	readRes   nodemgr.ReadResults
+	writeRes  nodemgr.WriteResults
+	browseRes nodemgr.BrowseResults
+	callRes   nodemgr.CallResults
+	mounts    nodemgr.Mounts
+	info      nodemgr.Info
+	outcome   nodemgr.Outcome
+	health    nodemgr.Health
+}
+
+// done is the operation's done: the first call counts.
+func (c *call) done() {
+	if !c.fired.CompareAndSwap(false, true) {
+		return
+	}
+	if c.st.left.Add(-1) == 0 {
+		select {
+		case c.st.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (g *Guest) state(n int) *serveState {
+	st, _ := g.states.Get().(*serveState)
+	if st == nil {
+		st = &serveState{d: codec.NewDecoderLimits(nil, wire.Limits), wake: make(chan struct{}, 1)}
+		st.d.CacheNodeIds(nodeIdCache)
+	}
+	for len(st.calls) < n {
+		c := &call{st: st}
+		c.doneFn = c.done
+		st.calls = append(st.calls, c)
+	}
+	return st
+}
+
 // Serve answers batch, a batch of request frames, and returns the batch of replies, one
-// per request in order. It returns when every request is answered: an operation whose
-// manager has not called done when ctx ends (plus a short grace) is answered with a
-// Fault. A malformed batch is answered with an empty batch; the host sees the count
-// differ and fails the call.
-func (g *Guest) Serve(ctx context.Context, batch []byte) []byte {
-	var out wire.Batch
-	out.Reset()
+// per request in order, in a buffer of its own. See ServeInto.
+func (g *Guest) Serve(ctx context.Context, batch []byte) []byte { return g.ServeInto(ctx, batch, nil) }
+
+// ServeInto answers batch, a batch of request frames, and returns the batch of replies,
+// one per request in order, built in out's memory (grown when it is too small). It
+// returns when every request is answered: an operation whose manager has not called
+// done when ctx ends (plus a short grace) is answered with a Fault. A malformed batch is
+// answered with an empty batch; the host sees the count differ and fails the call.
+func (g *Guest) ServeInto(ctx context.Context, batch, out []byte) []byte {
 	n, err := wire.Count(batch)
 	if err != nil {
-		return out.Bytes()
+		var b wire.Batch
+		b.ResetTo(out)
+		return b.Bytes()
 	}
-	calls := make([]call, n)
+	st := g.state(n)
+	calls := st.calls[:n]
+	st.left.Store(1) // held until every operation is started
 	_ = wire.Split(batch, func(i int, b []byte) { calls[i].start(ctx, g, b) })
-	for i := range calls {
-		c := &calls[i]
-		if c.done != nil {
-			c.wait(ctx)
+	if st.left.Add(-1) != 0 && !st.wait(ctx) {
+		for _, c := range calls {
+			if c.waits && !c.fired.Load() {
+				c.reply = *fault(c.req.ID, status.BadTimeout, "the manager did not answer before the deadline")
+			}
 		}
-		if err := out.Add(&c.reply); err != nil {
-			_ = out.Add(fault(c.reply.ID, status.BadEncodingError, err.Error()))
+		defer func() {}() // the state is not pooled: a late done may still write into it
+	} else {
+		defer g.states.Put(st)
+	}
+	st.out.ResetTo(out)
+	for _, c := range calls {
+		if err := st.out.Add(&c.reply); err != nil {
+			_ = st.out.Add(fault(c.req.ID, status.BadEncodingError, err.Error()))
 		}
 	}
-	return out.Bytes()
+	return st.out.Bytes()
 }
 
-// call is one request of a batch: its reply, and for an operation that may complete
-// later, the channel done closes.
-type call struct {
-	reply nodemgr.Frame
-	done  chan struct{}
-}
-
-// wait waits for the operation's done, or answers it with a Fault once ctx ended and
-// the grace passed.
-func (c *call) wait(ctx context.Context) {
+// wait waits until every operation called done, or ctx ended and the grace passed; it
+// reports whether every one did.
+func (st *serveState) wait(ctx context.Context) bool {
 	select {
-	case <-c.done:
-		return
+	case <-st.wake:
+		return true
 	case <-ctx.Done():
 	}
 	t := time.NewTimer(stuckGrace)
 	defer t.Stop()
 	select {
-	case <-c.done:
+	case <-st.wake:
+		return true
 	case <-t.C:
-		c.reply = *fault(c.reply.ID, status.BadTimeout, "the manager did not answer before the deadline")
+		return st.left.Load() == 0
 	}
 }
 
@@ -113,16 +186,24 @@ func (g *Guest) manager() nodemgr.Manager {
 }
 
 // start decodes the request in b and starts it: the reply is set at once, or, for an
-// operation, when the manager calls done (c.done is then closed).
+// operation, filled in by the manager until it calls done.
 func (c *call) start(ctx context.Context, g *Guest, b []byte) {
-	var req nodemgr.Frame
-	if err := req.Decode(b, wire.Limits); err != nil {
-		c.reply = *fault(req.ID, CodeOf(err), err.Error())
+	c.waits = false
+	d := c.st.d
+	d.Reset(b)
+	c.req.DecodeBinary(d)
+	if d.Err() == nil && d.Remaining() != 0 {
+		d.Fail(status.BadDecodingError)
+	}
+	if err := d.Err(); err != nil {
+		c.req.Body = nil // half decoded: not reused
+		c.reply = *fault(c.req.ID, CodeOf(err), err.Error())
 		return
 	}
+	req := &c.req
 	c.reply = nodemgr.Frame{Kind: req.Kind | nodemgr.KindReply, ID: req.ID}
 	if req.Kind == nodemgr.KindInfo {
-		c.reply.Body, c.reply.Kind = g.setup(req.Body.(*nodemgr.Setup), req.ID)
+		c.reply.Body, c.reply.Kind = g.setup(c, req.Body.(*nodemgr.Setup))
 		return
 	}
 	m := g.manager()
@@ -133,57 +214,70 @@ func (c *call) start(ctx context.Context, g *Guest, b []byte) {
 	unsupported := func(what string) {
 		c.reply = *fault(req.ID, status.BadServiceUnsupported, "the manager is not a "+what)
 	}
+	// An operation is counted before its method runs: done may come at once, or later
+	// from another goroutine.
+	begin := func() {
+		c.waits = true
+		c.fired.Store(false)
+		c.st.left.Add(1)
+	}
 	switch body := req.Body.(type) {
-	case *nodemgr.MountRequest:
-		mt, ok := m.(nodemgr.Mounter)
-		if !ok {
-			unsupported("Mounter")
-			return
-		}
-		c.reply.Body = &nodemgr.Mounts{Mounts: mt.Mount(body.Indexes)}
-	case *nodemgr.StartParams:
-		st, ok := m.(nodemgr.Starter)
-		if !ok {
-			unsupported("Starter")
-			return
-		}
-		c.reply.Body = outcome(st.Start(ctx, &host{params: body, link: g.link}))
 	case *nodemgr.ReadOp:
 		r, ok := m.(nodemgr.Reader)
 		if !ok {
 			unsupported("Reader")
 			return
 		}
-		c.reply.Body = &nodemgr.ReadResults{Results: body.Results}
-		c.done = make(chan struct{})
-		r.Read(ctx, body, once(c.done))
+		c.readRes.Results = body.Results
+		c.reply.Body = &c.readRes
+		begin()
+		r.Read(ctx, body, c.doneFn)
 	case *nodemgr.WriteOp:
 		w, ok := m.(nodemgr.Writer)
 		if !ok {
 			unsupported("Writer")
 			return
 		}
-		c.reply.Body = &nodemgr.WriteResults{Results: body.Results}
-		c.done = make(chan struct{})
-		w.Write(ctx, body, once(c.done))
+		c.writeRes.Results = body.Results
+		c.reply.Body = &c.writeRes
+		begin()
+		w.Write(ctx, body, c.doneFn)
 	case *nodemgr.BrowseOp:
 		br, ok := m.(nodemgr.Browser)
 		if !ok {
 			unsupported("Browser")
 			return
 		}
-		c.reply.Body = &nodemgr.BrowseResults{Results: body.Results}
-		c.done = make(chan struct{})
-		br.Browse(ctx, body, once(c.done))
+		c.browseRes.Results = body.Results
+		c.reply.Body = &c.browseRes
+		begin()
+		br.Browse(ctx, body, c.doneFn)
 	case *nodemgr.CallOp:
 		cl, ok := m.(nodemgr.Caller)
 		if !ok {
 			unsupported("Caller")
 			return
 		}
-		c.reply.Body = &nodemgr.CallResults{Results: body.Results}
-		c.done = make(chan struct{})
-		cl.Call(ctx, body, once(c.done))
+		c.callRes.Results = body.Results
+		c.reply.Body = &c.callRes
+		begin()
+		cl.Call(ctx, body, c.doneFn)
+	case *nodemgr.MountRequest:
+		mt, ok := m.(nodemgr.Mounter)
+		if !ok {
+			unsupported("Mounter")
+			return
+		}
+		c.mounts.Mounts = mt.Mount(body.Indexes)
+		c.reply.Body = &c.mounts
+	case *nodemgr.StartParams:
+		st, ok := m.(nodemgr.Starter)
+		if !ok {
+			unsupported("Starter")
+			return
+		}
+		c.outcome = outcome(st.Start(ctx, &host{params: *body, link: g.link}))
+		c.reply.Body = &c.outcome
 	case *nodemgr.WatchSet:
 		w, ok := m.(nodemgr.Watcher)
 		if !ok {
@@ -196,17 +290,17 @@ func (c *call) start(ctx context.Context, g *Guest, b []byte) {
 	default:
 		switch req.Kind {
 		case nodemgr.KindClose:
+			c.outcome = nodemgr.Outcome{Status: status.Good}
 			if cl, ok := m.(nodemgr.Closer); ok {
-				c.reply.Body = outcome(cl.Close(ctx))
-			} else {
-				c.reply.Body = &nodemgr.Outcome{Status: status.Good}
+				c.outcome = outcome(cl.Close(ctx))
 			}
+			c.reply.Body = &c.outcome
 		case nodemgr.KindHealth:
-			h := nodemgr.Health{Status: status.Good}
+			c.health = nodemgr.Health{Status: status.Good}
 			if hr, ok := m.(nodemgr.HealthReporter); ok {
-				h = hr.Health(ctx)
+				c.health = hr.Health(ctx)
 			}
-			c.reply.Body = &h
+			c.reply.Body = &c.health
 		default:
 			c.reply = *fault(req.ID, status.BadServiceUnsupported, "kind "+req.Kind.String()+" is not a request")
 		}
@@ -214,7 +308,7 @@ func (c *call) start(ctx context.Context, g *Guest, b []byte) {
 }
 
 // setup builds the manager from s the first time; later Infos describe it again.
-func (g *Guest) setup(s *nodemgr.Setup, id uint32) (nodemgr.Body, nodemgr.Kind) {
+func (g *Guest) setup(c *call, s *nodemgr.Setup) (nodemgr.Body, nodemgr.Kind) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
@@ -223,27 +317,21 @@ func (g *Guest) setup(s *nodemgr.Setup, id uint32) (nodemgr.Body, nodemgr.Kind) 
 			err = fmt.Errorf("the factory returned no manager")
 		}
 		if err != nil {
-			f := fault(id, status.BadConfigurationError, err.Error())
+			f := fault(c.req.ID, status.BadConfigurationError, err.Error())
 			return f.Body, f.Kind
 		}
 		g.m = m
 	}
-	return &nodemgr.Info{Namespaces: g.m.Namespaces(), Capabilities: nodemgr.CapabilitiesOf(g.m)}, nodemgr.KindInfo | nodemgr.KindReply
-}
-
-// once returns a done that closes ch the first time it is called; later calls, which
-// break the contract, are ignored.
-func once(ch chan struct{}) func() {
-	var o sync.Once
-	return func() { o.Do(func() { close(ch) }) }
+	c.info = nodemgr.Info{Namespaces: g.m.Namespaces(), Capabilities: nodemgr.CapabilitiesOf(g.m)}
+	return &c.info, nodemgr.KindInfo | nodemgr.KindReply
 }
 
 // outcome turns a lifecycle call's error into its reply.
-func outcome(err error) *nodemgr.Outcome {
+func outcome(err error) nodemgr.Outcome {
 	if err == nil {
-		return &nodemgr.Outcome{Status: status.Good}
+		return nodemgr.Outcome{Status: status.Good}
 	}
-	return &nodemgr.Outcome{Status: CodeOf(err), Message: err.Error()}
+	return nodemgr.Outcome{Status: CodeOf(err), Message: err.Error()}
 }
 
 // CodeOf returns the StatusCode err wraps, or BadInternalError when it wraps none.
@@ -258,7 +346,7 @@ func CodeOf(err error) status.Code {
 // host is the guest's side of a nodemgr.Host: the data the host sent at Start, with
 // the logger, clock and notifier going back through the link.
 type host struct {
-	params *nodemgr.StartParams
+	params nodemgr.StartParams // a copy: the request's body is reused by the next batch
 	link   Link
 }
 

@@ -20,14 +20,23 @@ import (
 // MaxFrames bounds the frames of one batch: a batch claiming more is malformed.
 const MaxFrames = 4096
 
-// Batch builds a batch of frames in one buffer.
+// Batch builds a batch of frames in one buffer. Its zero value is ready; it keeps its
+// buffer and encoder across Resets, so that a batch built again allocates nothing.
 type Batch struct {
 	buf []byte
 	n   int
+	e   codec.Encoder
 }
 
 // Reset empties b, keeping its buffer.
 func (b *Batch) Reset() { b.buf, b.n = append(b.buf[:0], 0, 0, 0, 0), 0 }
+
+// ResetTo empties b and builds the next batch in buf's memory (buf's length is
+// ignored), so that the caller owns the buffer Bytes returns.
+func (b *Batch) ResetTo(buf []byte) {
+	b.buf = buf[:0]
+	b.Reset()
+}
 
 // Add appends f. On an encoding error b is unchanged and the error is returned.
 func (b *Batch) Add(f *nodemgr.Frame) error {
@@ -38,13 +47,17 @@ func (b *Batch) Add(f *nodemgr.Frame) error {
 		return fmt.Errorf("wire: more than %d frames in a batch: %w", MaxFrames, status.BadTooManyOperations)
 	}
 	at := len(b.buf)
-	out, err := f.AppendBinary(append(b.buf, 0, 0, 0, 0))
-	if err != nil {
+	b.buf = append(b.buf, 0, 0, 0, 0)
+	// Encoded into the spare capacity: when it suffices, the append below copies the
+	// bytes onto themselves; when it does not, the encoder grew a buffer of its own.
+	b.e.Reset(b.buf[len(b.buf):])
+	f.EncodeBinary(&b.e)
+	if err := b.e.Err(); err != nil {
 		b.buf = b.buf[:at]
 		return err
 	}
-	binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
-	b.buf = out
+	b.buf = append(b.buf, b.e.Bytes()...)
+	binary.LittleEndian.PutUint32(b.buf[at:], uint32(len(b.buf)-at-4))
 	b.n++
 	return nil
 }
