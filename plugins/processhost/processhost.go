@@ -128,14 +128,15 @@ type dialer struct {
 	logger *slog.Logger
 }
 
-// Dial starts a process, connects to it and opens its push stream.
+// Dial starts a process, connects to it and opens its push stream. Open names the
+// file in the errors; remote's supervisor logs them with the plugin's name.
 func (d *dialer) Dial(ctx context.Context, push func(frame []byte)) (remote.Conn, error) {
 	start := d.cfg.CallTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		start = time.Until(dl)
 	}
 	if start <= 0 {
-		return nil, fmt.Errorf("no time left to start %s: %w", d.cfg.Path, status.BadTimeout)
+		return nil, fmt.Errorf("no time left to start the process: %w", status.BadTimeout)
 	}
 	cmd := exec.Command(d.cfg.Path, d.cfg.Args...)
 	dieWithHost(cmd)
@@ -157,17 +158,17 @@ func (d *dialer) Dial(ctx context.Context, push func(frame []byte)) (remote.Conn
 	rpc, err := client.Client()
 	if err != nil {
 		client.Kill()
-		return nil, fmt.Errorf("start %s: %w", d.cfg.Path, err)
+		return nil, fmt.Errorf("start: %w", err)
 	}
 	raw, err := rpc.Dispense(procwire.PluginName)
 	if err != nil {
 		client.Kill()
-		return nil, fmt.Errorf("%s: %w", d.cfg.Path, err)
+		return nil, fmt.Errorf("dispense: %w", err)
 	}
 	pc, ok := raw.(*procwire.Client)
 	if !ok {
 		client.Kill()
-		return nil, fmt.Errorf("%s: dispensed a %T", d.cfg.Path, raw)
+		return nil, fmt.Errorf("dispensed a %T", raw)
 	}
 	c := &conn{
 		path:   d.cfg.Path,
@@ -183,7 +184,7 @@ func (d *dialer) Dial(ctx context.Context, push func(frame []byte)) (remote.Conn
 	if err != nil {
 		c.stopStream()
 		client.Kill()
-		return nil, fmt.Errorf("%s: open the push stream: %w", d.cfg.Path, err)
+		return nil, fmt.Errorf("open the push stream: %w", err)
 	}
 	go c.pump(recv, push)
 	go c.watch()
