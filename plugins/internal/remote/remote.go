@@ -230,6 +230,9 @@ func (m *Manager) Start(ctx context.Context, host nodemgr.Host) error {
 		m.wg.Add(1)
 		go m.watchFile()
 	}
+	// The first guest serves from now on: an operation right after Start is queued,
+	// not answered BadNotConnected while its supervisor is being scheduled.
+	s0.setUp(s0.conn)
 	for _, s := range m.slots {
 		m.wg.Add(1)
 		go s.supervise()

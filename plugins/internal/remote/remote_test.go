@@ -273,3 +273,18 @@ func TestReloadWhenTheFileIsReplaced(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.Equal(t, int32(2), l.dials.Load(), "one reload per replacement")
 }
+
+// TestReadRightAfterStart checks that the guest Open connected serves as soon as Start
+// returns, before its supervisor runs.
+func TestReadRightAfterStart(t *testing.T) {
+	for range 20 {
+		l := &loop{factory: func(s nodemgr.Setup) (nodemgr.Manager, error) { return &counter{ns: s.NamespaceURI}, nil }}
+		m, err := Open(context.Background(), l, Config{Setup: nodemgr.Setup{Name: "t", NamespaceURI: "urn:t"}})
+		require.NoError(t, err)
+		require.NoError(t, m.Start(context.Background(), testHost{}))
+		op, ch := read(context.Background(), m, 1)
+		wait(t, ch)
+		require.Equal(t, status.Good, op.Results[0].Status)
+		require.NoError(t, m.Close(context.Background()))
+	}
+}

@@ -345,12 +345,15 @@ func (s *slot) doneWith(conn Conn) {
 	}
 }
 
-// setUp makes conn the slot's serving guest.
+// setUp makes conn the slot's serving guest; again for the same guest, it does nothing
+// more (Start sets up the first guest before its supervisor runs).
 func (s *slot) setUp(conn Conn) {
 	m := s.m
 	m.mu.Lock()
+	if !s.up {
+		m.ready++
+	}
 	s.conn, s.up = conn, true
-	m.ready++
 	m.wake.Broadcast()
 	m.mu.Unlock()
 }
