@@ -55,6 +55,10 @@ type Config struct {
 	// Backoff is the first wait before a process that keeps dying is restarted,
 	// doubling up to MaxBackoff; zero means 100ms and 5s.
 	Backoff, MaxBackoff time.Duration
+	// Reload restarts the plugin when its file is replaced (remote.Config's Watch): a
+	// process of the new file starts, is set up, and takes over; the old one finishes
+	// its calls and is stopped.
+	Reload bool
 	// Logger receives the processes' lives and the plugin's log lines, which carry
 	// the attribute plugin=Name; nil discards.
 	Logger *slog.Logger
@@ -97,11 +101,20 @@ func Open(ctx context.Context, cfg Config) (*remote.Manager, error) {
 		Backoff:        cfg.Backoff,
 		MaxBackoff:     cfg.MaxBackoff,
 		Logger:         d.logger,
+		Watch:          watched(cfg.Reload, cfg.Path),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %s: %w", cfg.Name, cfg.Path, err)
 	}
 	return m, nil
+}
+
+// watched is the file remote watches: path when reload is on.
+func watched(reload bool, path string) string {
+	if reload {
+		return path
+	}
+	return ""
 }
 
 // checkFile fails when path is not an executable file, naming it.

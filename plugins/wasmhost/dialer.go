@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -27,9 +28,9 @@ type dialer struct {
 	modCfg   wazero.ModuleConfig
 	r        wazero.Runtime
 	cache    wazero.CompilationCache // nil without a disk cache
-	compiled wazero.CompiledModule
+	compiled wazero.CompiledModule   // guarded by mu once Open returns: Refresh replaces it
 
-	mu    sync.RWMutex // guards conns
+	mu    sync.RWMutex // guards conns, compiled
 	conns map[api.Module]*conn
 }
 
@@ -86,7 +87,10 @@ func (d *dialer) Dial(ctx context.Context, push func(frame []byte)) (remote.Conn
 		stdout: &lineLog{logger: d.cfg.Logger, stream: "stdout"},
 		stderr: &lineLog{logger: d.cfg.Logger, stream: "stderr"},
 	}
-	mod, err := d.r.InstantiateModule(ctx, d.compiled, d.modCfg.WithStdout(c.stdout).WithStderr(c.stderr))
+	d.mu.RLock()
+	compiled := d.compiled
+	d.mu.RUnlock()
+	mod, err := d.r.InstantiateModule(ctx, compiled, d.modCfg.WithStdout(c.stdout).WithStderr(c.stderr))
 	if err != nil {
 		c.stderr.flush(ctx)
 		return nil, fmt.Errorf("instantiate (_initialize): %w", err)
@@ -271,4 +275,26 @@ func (l *lineLog) emit(ctx context.Context) {
 	level, msg, attrs := wire.ParseLog(l.part)
 	l.part = l.part[:0]
 	l.logger.LogAttrs(ctx, level, msg, append(attrs, slog.String("stream", l.stream))...)
+}
+
+// Refresh compiles the module file as it is now, for the instances dialed from now on
+// (remote.Refresher): a reload. The modules compiled before stay until Release, since
+// instances of them may still serve.
+func (d *dialer) Refresh(ctx context.Context) error {
+	code, err := os.ReadFile(d.cfg.Path)
+	if err != nil {
+		return err
+	}
+	compiled, err := d.r.CompileModule(ctx, code)
+	if err != nil {
+		return fmt.Errorf("not a WebAssembly module the host can run: %w", err)
+	}
+	if err := checkExports(compiled); err != nil {
+		compiled.Close(ctx)
+		return err
+	}
+	d.mu.Lock()
+	d.compiled = compiled
+	d.mu.Unlock()
+	return nil
 }

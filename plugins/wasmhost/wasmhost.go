@@ -75,6 +75,10 @@ type Config struct {
 	// Logger is the manager's logger: the guests' log lines, their stdout and stderr,
 	// and their traps are logged on it. Nil discards.
 	Logger *slog.Logger
+	// Reload reloads the instances from the file when it is replaced (remote.Config's
+	// Watch): the new module is compiled, and each instance is replaced by one of it
+	// as soon as that is set up. A file that does not compile leaves the old serving.
+	Reload bool
 	// Now is the server's clock, the guest's `now` import and its WASI wall clock; nil
 	// means time.Now.
 	Now func() time.Time
@@ -138,12 +142,21 @@ func Open(ctx context.Context, cfg Config) (*remote.Manager, error) {
 		CallTimeout:    cfg.CallTimeout,
 		Logger:         cfg.Logger,
 		Release:        d.release,
+		Watch:          watched(cfg.Reload, cfg.Path),
 	})
 	if err != nil {
 		d.release(ctx)
 		return nil, fail(err)
 	}
 	return m, nil
+}
+
+// watched is the file remote watches: path when reload is on.
+func watched(reload bool, path string) string {
+	if reload {
+		return path
+	}
+	return ""
 }
 
 // runtimeConfig returns the wazero configuration of cfg, with its compilation cache.

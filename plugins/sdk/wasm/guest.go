@@ -46,7 +46,7 @@ func call(n uint32) uint64 {
 	if guest == nil || n > uint32(len(in)) {
 		return 0
 	}
-	out = guest.Serve(context.Background(), in[:n])
+	out = guest.ServeInto(context.Background(), in[:n], out[:0])
 	return uint64(uintptr(unsafe.Pointer(&out[0])))<<32 | uint64(len(out))
 }
 
