@@ -105,7 +105,7 @@ func BenchmarkManagerRead(b *testing.B) {
 		var wg sync.WaitGroup
 		for pb.Next() {
 			wg.Add(1)
-			m.Read(context.Background(), op, wg.Done)
+			m.Served().(nodemgr.Reader).Read(context.Background(), op, wg.Done)
 			wg.Wait()
 			if op.Results[0].Status != status.Good {
 				b.Fatal(op.Results[0].Status)

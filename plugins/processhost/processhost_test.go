@@ -84,7 +84,7 @@ func runHost(path string) {
 	}
 	op := readOp("pid")
 	done := make(chan struct{})
-	m.Read(context.Background(), op, func() { close(done) })
+	m.Served().(nodemgr.Reader).Read(context.Background(), op, func() { close(done) })
 	<-done
 	if op.Results[0].Status != status.Good {
 		fmt.Println("read:", op.Results[0].Status)
@@ -169,7 +169,7 @@ func read(t *testing.T, ctx context.Context, m *remote.Manager, nodes ...string)
 	t.Helper()
 	op := readOp(nodes...)
 	done := make(chan struct{})
-	m.Read(ctx, op, func() { close(done) })
+	m.Served().(nodemgr.Reader).Read(ctx, op, func() { close(done) })
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -269,7 +269,7 @@ func TestConcurrentReadsCoalesce(t *testing.T) {
 	for i := range ops {
 		ops[i] = readOp("a")
 		wg.Add(1)
-		m.Read(context.Background(), ops[i], wg.Done)
+		m.Served().(nodemgr.Reader).Read(context.Background(), ops[i], wg.Done)
 	}
 	wg.Wait()
 	for _, op := range ops {
@@ -335,7 +335,7 @@ func TestKilledPluginRestarts(t *testing.T) {
 	// A read in flight when the process dies.
 	op := readOp("block")
 	done := make(chan struct{})
-	m.Read(context.Background(), op, func() { close(done) })
+	m.Served().(nodemgr.Reader).Read(context.Background(), op, func() { close(done) })
 	time.Sleep(50 * time.Millisecond) // let it reach the plugin
 	killedAt := time.Now()
 	require.NoError(t, syscall.Kill(old, syscall.SIGKILL))
@@ -377,7 +377,7 @@ func TestExitRestarts(t *testing.T) {
 		Results: make([]ua.CallMethodResult, 1)}
 	done := make(chan struct{})
 	start := time.Now()
-	m.Call(context.Background(), op, func() { close(done) })
+	m.Served().(nodemgr.Caller).Call(context.Background(), op, func() { close(done) })
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):

@@ -139,7 +139,7 @@ func BenchmarkCall(b *testing.B) {
 			for b.Loop() {
 				wg.Add(n)
 				for _, op := range ops {
-					m.Read(ctx, op, done)
+					m.Served().(nodemgr.Reader).Read(ctx, op, done)
 				}
 				wg.Wait()
 			}

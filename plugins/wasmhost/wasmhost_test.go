@@ -228,7 +228,7 @@ func (g *guest) read(t *testing.T, timeout time.Duration, ids ...string) []codec
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan struct{})
-	g.m.Read(ctx, op, func() { close(done) })
+	g.m.Served().(nodemgr.Reader).Read(ctx, op, func() { close(done) })
 	select {
 	case <-done:
 	case <-time.After(timeout + 5*time.Second):
@@ -389,7 +389,7 @@ func TestPushes(t *testing.T) {
 		Results: make([]status.Code, 1),
 	}
 	done := make(chan struct{})
-	g.m.Write(context.Background(), op, func() { close(done) })
+	g.m.Served().(nodemgr.Writer).Write(context.Background(), op, func() { close(done) })
 	<-done
 	require.Equal(t, status.Good, op.Results[0])
 	g.n.mu.Lock()
@@ -506,7 +506,7 @@ func TestLoopDoesNotStallGC(t *testing.T) {
 	g := start(t, map[string]string{"loop": "loop"}, nil)
 	// The Read ends with the Manager's Close, at cleanup.
 	op := &nodemgr.ReadOp{Items: []ua.ReadValueId{{NodeId: codec.NewStringNodeId(2, "loop"), AttributeId: 13}}, Results: make([]codec.DataValue, 1)}
-	g.m.Read(context.Background(), op, func() {})
+	g.m.Served().(nodemgr.Reader).Read(context.Background(), op, func() {})
 	time.Sleep(100 * time.Millisecond) // the loop's call starts at once: the lane is idle
 	collected := make(chan time.Duration, 1)
 	go func() {

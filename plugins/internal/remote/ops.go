@@ -96,8 +96,8 @@ func (m *Manager) enqueue(p *pending) {
 	m.mu.Unlock()
 }
 
-// Read reads through the guests (nodemgr.Reader).
-func (m *Manager) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+// read reads through the guests (nodemgr.Reader of the served manager).
+func (m *Manager) read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
 	fill := func(code status.Code) {
 		for i := range op.Results {
 			op.Results[i] = codec.DataValue{Status: code}
@@ -119,8 +119,8 @@ func (m *Manager) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
 		}})
 }
 
-// Write writes through the guests (nodemgr.Writer).
-func (m *Manager) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+// write writes through the guests (nodemgr.Writer of the served manager).
+func (m *Manager) write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
 	fill := func(code status.Code) {
 		for i := range op.Results {
 			op.Results[i] = code
@@ -142,8 +142,8 @@ func (m *Manager) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
 		}})
 }
 
-// Browse browses through the guests (nodemgr.Browser).
-func (m *Manager) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+// browse browses through the guests (nodemgr.Browser of the served manager).
+func (m *Manager) browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
 	fill := func(code status.Code) {
 		for i := range op.Results {
 			op.Results[i] = nodemgr.BrowseResult{Status: code}
@@ -165,8 +165,8 @@ func (m *Manager) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func())
 		}})
 }
 
-// Call calls methods through the guests (nodemgr.Caller).
-func (m *Manager) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+// call calls methods through the guests (nodemgr.Caller of the served manager).
+func (m *Manager) call(ctx context.Context, op *nodemgr.CallOp, done func()) {
 	fill := func(code status.Code) {
 		for i := range op.Results {
 			op.Results[i] = callResult(code)

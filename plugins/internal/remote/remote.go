@@ -111,6 +111,8 @@ func (c *Config) defaults() {
 	}
 }
 
+//go:generate go run gen_served.go
+
 // Manager is a node manager across a boundary. Open returns it set up; Served is what
 // the server mounts.
 type Manager struct {
@@ -140,6 +142,7 @@ type Manager struct {
 	watched map[nodemgr.WatchKey]float64
 
 	health atomic.Pointer[nodemgr.Health] // the last guest health polled
+	loaded fileState                      // the plugin's file as Open found it (Config.Watch)
 
 	calls, frames atomic.Uint64 // calls across the boundary, and the operations they carried
 }
@@ -151,6 +154,9 @@ func Open(ctx context.Context, d Dialer, cfg Config) (*Manager, error) {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, dialer: d, watched: map[nodemgr.WatchKey]float64{}}
 	m.wake = sync.NewCond(&m.mu)
+	if cfg.Watch != "" {
+		m.loaded, _ = statFile(cfg.Watch) // before the guest reads it: a change after counts
+	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.slots = make([]*slot, cfg.Conns)
 	for i := range m.slots {
@@ -176,14 +182,10 @@ func Open(ctx context.Context, d Dialer, cfg Config) (*Manager, error) {
 // Info returns what the guest said it serves.
 func (m *Manager) Info() nodemgr.Info { return m.info }
 
-// Served returns the nodemgr.Manager to mount: the Manager itself, with Watch when the
-// guest is a Watcher.
-func (m *Manager) Served() nodemgr.Manager {
-	if m.info.Capabilities&nodemgr.CapWatch != 0 {
-		return watching{m}
-	}
-	return m
-}
+// Served returns the nodemgr.Manager to mount: the Manager's lifecycle (Mount, Start,
+// Close, Health) and exactly the operations the guest implements, so that the server
+// finds by type assertion what the guest serves.
+func (m *Manager) Served() nodemgr.Manager { return served(m, m.info.Capabilities) }
 
 // Stats returns the calls made across the boundary and the operations they carried.
 func (m *Manager) Stats() (calls, operations uint64) { return m.calls.Load(), m.frames.Load() }
@@ -228,7 +230,7 @@ func (m *Manager) Start(ctx context.Context, host nodemgr.Host) error {
 	m.mu.Unlock()
 	if m.cfg.Watch != "" {
 		m.wg.Add(1)
-		go m.watchFile()
+		go m.watchFile(m.loaded)
 	}
 	// The first guest serves from now on: an operation right after Start is queued,
 	// not answered BadNotConnected while its supervisor is being scheduled.
@@ -335,34 +337,31 @@ func (m *Manager) Health(context.Context) nodemgr.Health {
 	return nodemgr.Health{Status: status.Good}
 }
 
-// watching is a Manager whose guest is a Watcher.
-type watching struct{ *Manager }
-
-// Watch records the change of the watched set and has every guest's supervisor send it
-// (nodemgr.Watcher); it returns at once.
-func (w watching) Watch(_ context.Context, set *nodemgr.WatchSet) {
-	w.watchMu.Lock()
+// watch records the change of the watched set and has every guest's supervisor send it
+// (nodemgr.Watcher of the served manager); it returns at once.
+func (m *Manager) watch(_ context.Context, set *nodemgr.WatchSet) {
+	m.watchMu.Lock()
 	for _, it := range set.Add {
-		w.watched[it.Key()] = it.SamplingInterval
+		m.watched[it.Key()] = it.SamplingInterval
 	}
 	for _, k := range set.Remove {
-		delete(w.watched, k)
+		delete(m.watched, k)
 	}
-	w.watchMu.Unlock()
-	for _, s := range w.slots {
+	m.watchMu.Unlock()
+	for _, s := range m.slots {
 		s.markDirty()
 	}
 }
 
-// The capabilities of the served manager; Watch only through watching.
+// The lifecycle every served manager has; its operations are the guest's.
 var (
-	_ nodemgr.Reader         = (*Manager)(nil)
-	_ nodemgr.Writer         = (*Manager)(nil)
-	_ nodemgr.Browser        = (*Manager)(nil)
-	_ nodemgr.Caller         = (*Manager)(nil)
 	_ nodemgr.Mounter        = (*Manager)(nil)
 	_ nodemgr.Starter        = (*Manager)(nil)
 	_ nodemgr.Closer         = (*Manager)(nil)
 	_ nodemgr.HealthReporter = (*Manager)(nil)
-	_ nodemgr.Watcher        = watching{}
+	_ nodemgr.Reader         = served1f{}
+	_ nodemgr.Writer         = served1f{}
+	_ nodemgr.Browser        = served1f{}
+	_ nodemgr.Caller         = served1f{}
+	_ nodemgr.Watcher        = served1f{}
 )

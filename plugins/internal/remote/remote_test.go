@@ -117,7 +117,7 @@ func waitReady(t *testing.T, m *Manager) {
 func read(ctx context.Context, m *Manager, n int) (*nodemgr.ReadOp, chan struct{}) {
 	op := &nodemgr.ReadOp{Items: make([]ua.ReadValueId, n), Results: make([]codec.DataValue, n)}
 	ch := make(chan struct{})
-	m.Read(ctx, op, func() { close(ch) })
+	m.read(ctx, op, func() { close(ch) })
 	return op, ch
 }
 

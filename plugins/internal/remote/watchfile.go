@@ -25,11 +25,10 @@ func statFile(path string) (fileState, bool) {
 // watchFile reloads the guests when the plugin's file is replaced, until Close. A change
 // counts once the file has stayed the same for one more look, so that a file still
 // being written is not loaded half-way; a file that is gone is waited for.
-func (m *Manager) watchFile() {
+func (m *Manager) watchFile(last fileState) {
 	defer m.wg.Done()
 	t := time.NewTicker(m.cfg.WatchEvery)
 	defer t.Stop()
-	last, _ := statFile(m.cfg.Watch)
 	var seen fileState // the changed state last looked at
 	for {
 		select {
