@@ -56,6 +56,12 @@ func (ks *Kinds) Register(k Kind) error {
 	return nil
 }
 
+// Has reports whether a kind of type t is registered.
+func (ks *Kinds) Has(t string) bool {
+	_, ok := ks.byType[t]
+	return ok
+}
+
 // Provision builds the managers the configuration names, in order, through their kinds:
 // each is provisioned, validated (Validator) and checked to serve the namespace its
 // entry names. An entry of a kind this build lacks, or one that fails, is an error that

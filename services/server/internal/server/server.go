@@ -25,6 +25,7 @@ import (
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
+	"uastack.dev/services/server/internal/hosting"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/routing"
 	"uastack.dev/services/server/internal/session"
@@ -48,9 +49,9 @@ type Options struct {
 	// from another goroutine; a nodemgr.Mounter hangs its nodes below the Objects folder.
 	// A URI served twice is an error.
 	Managers []nodemgr.Manager
-	// Kinds are node-manager kinds for the entries of addressSpace.nodeManagers, beside
-	// the ones this build has (none yet: the WASM and plugin hosts come next). Configured
-	// managers are mounted before Managers.
+	// Kinds are node-manager kinds for the entries of addressSpace.nodeManagers; a type
+	// given here replaces the build's own (package hosting: wasm, process, builtin).
+	// Configured managers are mounted before Managers.
 	Kinds []routing.Kind
 }
 
@@ -113,6 +114,11 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	for _, k := range opts.Kinds {
 		if err := kinds.Register(k); err != nil {
 			return nil, err
+		}
+	}
+	for _, k := range hosting.Kinds(log, now) {
+		if !kinds.Has(k.Type) {
+			_ = kinds.Register(k) // cannot fail: a new type
 		}
 	}
 	configured, err := kinds.Provision(cfg.AddressSpace.NodeManagers)
