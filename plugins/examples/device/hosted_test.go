@@ -2,13 +2,17 @@ package device_test
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/nodemgr/nodemgrtest"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/plugins/examples/device"
 	"uastack.dev/plugins/plugintest"
@@ -44,4 +48,61 @@ func TestConformanceAsWASM(t *testing.T) {
 		Call: &ua.CallMethodRequest{ObjectId: node(device.NameDevice), MethodId: node(device.NameStep),
 			InputArguments: []codec.Variant{codec.DoubleVariant(0.5)}},
 	})
+}
+
+// benchHost is the Host of a benchmark: the clock, and nothing recorded.
+type benchHost struct{}
+
+func (benchHost) NamespaceIndexes() []uint16 { return []uint16{2} }
+func (benchHost) Logger() *slog.Logger      { return slog.New(slog.DiscardHandler) }
+func (benchHost) Now() time.Time             { return time.Now() }
+func (benchHost) Notifier() nodemgr.Notifier { return nopNotifier{} }
+
+type nopNotifier struct{}
+
+func (nopNotifier) Changed([]nodemgr.DataChange) {}
+func (nopNotifier) Emit([]nodemgr.Event)         {}
+
+// BenchmarkWASMReads is what a Read of the device costs through the WASM host: 64
+// concurrent one-item Reads of its four variables by ten sessions, as the server hands
+// them over, coalesced into calls.
+func BenchmarkWASMReads(b *testing.B) {
+	path := plugintest.WASM(b, "uastack.dev/plugins/examples/device/wasm")
+	m, err := wasmhost.Open(context.Background(), wasmhost.Config{Name: "device", Path: path,
+		Setup: nodemgr.Setup{NamespaceURI: "urn:bench:device"}})
+	require.NoError(b, err)
+	defer m.Close(context.Background())
+	served := m.Served()
+	served.(nodemgr.Mounter).Mount([]uint16{2})
+	require.NoError(b, served.(nodemgr.Starter).Start(context.Background(), benchHost{}))
+	reader := served.(nodemgr.Reader)
+	const n = 64
+	names := []string{device.NameSine, device.NameRamp, device.NameCounter, device.NameSetpoint}
+	ops := make([]*nodemgr.ReadOp, n)
+	for i := range ops {
+		ops[i] = &nodemgr.ReadOp{
+			Principal:  nodemgr.Principal{SessionID: codec.NewNumericNodeId(1, uint32(1000+i%10)), Anonymous: true},
+			Timestamps: ua.TimestampsToReturnBoth,
+			Items:      []ua.ReadValueId{{NodeId: device.NodeID(2, names[i%len(names)]), AttributeId: 13}},
+			Results:    make([]codec.DataValue, 1),
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(n)
+		for _, op := range ops {
+			reader.Read(ctx, op, wg.Done)
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	for _, op := range ops {
+		require.Equal(b, status.Good, op.Results[0].Status)
+	}
+	calls, reads := m.Stats()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/read")
+	b.ReportMetric(float64(reads)/float64(calls), "ops/call")
 }

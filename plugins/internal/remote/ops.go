@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -15,15 +16,16 @@ import (
 // with the reply, the deadline, Close) answers it: finished guards the results.
 type pending struct {
 	ctx      context.Context
-	frame    nodemgr.Frame // the request; its ID is set per call
-	fill     func(status.Code)
-	apply    func(reply nodemgr.Body) bool // false: the reply does not answer the request
+	frame    nodemgr.Frame // the request: Kind and the operation as Body; ID is set per call
 	done     func()
 	finished atomic.Bool
-	stop     atomic.Pointer[func() bool] // stops the deadline's AfterFunc
+	// stop stops the deadline's AfterFunc. It is set before the lanes see p and read
+	// by everyone who finishes p but the AfterFunc itself, which may run before it is set.
+	stop func() bool
 
-	// encoding is held by a lane while it encodes the request: the operation belongs to
-	// the server again once done is called, so done waits for the encoding to end.
+	// encoding is held by a lane while it reads the request (to encode or merge it):
+	// the operation belongs to the server again once done is called, so done waits for
+	// the lane to be through with it.
 	encoding sync.Mutex
 }
 
@@ -32,8 +34,8 @@ func (p *pending) finish() bool {
 	if !p.finished.CompareAndSwap(false, true) {
 		return false
 	}
-	if stop := p.stop.Load(); stop != nil {
-		(*stop)()
+	if p.stop != nil {
+		p.stop()
 	}
 	return true
 }
@@ -41,39 +43,100 @@ func (p *pending) finish() bool {
 // end answers every item of p with code, unless p is answered already.
 func (p *pending) end(code status.Code) {
 	if p.finish() {
-		p.fill(code)
-		p.encoding.Lock()
-		p.encoding.Unlock() //nolint:staticcheck // an empty critical section: waits for the lane's encoding
-		p.done()
+		p.fail(code)
 	}
 }
 
-// answer answers p with reply, or with BadCommunicationError when the reply does not
-// fit the request, unless p is answered already.
-func (p *pending) answer(reply nodemgr.Body) {
+// expire answers every item of p with BadTimeout, unless p is answered already: the
+// deadline's AfterFunc, which leaves stop alone.
+func (p *pending) expire() {
+	if p.finished.CompareAndSwap(false, true) {
+		p.fail(status.BadTimeout)
+	}
+}
+
+// fail answers every item of p, which the caller finished, with code.
+func (p *pending) fail(code status.Code) {
+	fill(p.frame.Body, code)
+	p.encoding.Lock()
+	p.encoding.Unlock() //lint:ignore SA2001 an empty critical section: waits for the lane to be through with the request
+	p.done()
+}
+
+// answer answers p with the results of a reply, or with BadCommunicationError when they
+// do not fit the request, unless p is answered already.
+func (p *pending) answer(results nodemgr.Body) {
 	if !p.finish() {
 		return
 	}
-	if !p.apply(reply) {
-		p.fill(status.BadCommunicationError)
+	if !apply(p.frame.Body, results) {
+		fill(p.frame.Body, status.BadCommunicationError)
 	}
 	p.done()
 }
 
-// enqueue queues p for the lanes, or answers it at once: BadShutdown after Close,
-// BadNotConnected while no guest is connected, BadResourceUnavailable past
+// fill answers every item of the operation op with code.
+func fill(op nodemgr.Body, code status.Code) {
+	switch op := op.(type) {
+	case *nodemgr.ReadOp:
+		for i := range op.Results {
+			op.Results[i] = codec.DataValue{Status: code}
+		}
+	case *nodemgr.WriteOp:
+		for i := range op.Results {
+			op.Results[i] = code
+		}
+	case *nodemgr.BrowseOp:
+		for i := range op.Results {
+			op.Results[i] = nodemgr.BrowseResult{Status: code}
+		}
+	case *nodemgr.CallOp:
+		for i := range op.Results {
+			op.Results[i] = ua.CallMethodResult{StatusCode: code}
+		}
+	}
+}
+
+// apply copies the results of a reply into the operation op; false when they are not
+// the results of op (another kind, another count).
+func apply(op, results nodemgr.Body) bool {
+	switch op := op.(type) {
+	case *nodemgr.ReadOp:
+		if r, ok := results.(*nodemgr.ReadResults); ok && len(r.Results) == len(op.Results) {
+			copy(op.Results, r.Results)
+			return true
+		}
+	case *nodemgr.WriteOp:
+		if r, ok := results.(*nodemgr.WriteResults); ok && len(r.Results) == len(op.Results) {
+			copy(op.Results, r.Results)
+			return true
+		}
+	case *nodemgr.BrowseOp:
+		if r, ok := results.(*nodemgr.BrowseResults); ok && len(r.Results) == len(op.Results) {
+			copy(op.Results, r.Results)
+			return true
+		}
+	case *nodemgr.CallOp:
+		if r, ok := results.(*nodemgr.CallResults); ok && len(r.Results) == len(op.Results) {
+			copy(op.Results, r.Results)
+			return true
+		}
+	}
+	return false
+}
+
+// enqueue queues an operation for the lanes, or answers it at once: BadShutdown after
+// Close, BadNotConnected while no guest is connected, BadResourceUnavailable past
 // MaxOutstanding, BadTimeout when its context has ended.
-func (m *Manager) enqueue(p *pending) {
-	if err := p.ctx.Err(); err != nil {
+func (m *Manager) enqueue(ctx context.Context, kind nodemgr.Kind, op nodemgr.Body, done func()) {
+	p := &pending{ctx: ctx, frame: nodemgr.Frame{Kind: kind, Body: op}, done: done}
+	if err := ctx.Err(); err != nil {
 		p.end(status.BadTimeout)
 		return
 	}
-	if p.ctx.Done() != nil {
-		stop := context.AfterFunc(p.ctx, func() { p.end(status.BadTimeout) })
-		p.stop.Store(&stop)
-		if p.finished.Load() {
-			stop() // answered before the AfterFunc was kept
-		}
+	if ctx.Done() != nil {
+		// Set before the lanes can see p: finish reads it without a lock.
+		p.stop = context.AfterFunc(ctx, p.expire)
 	}
 	m.mu.Lock()
 	var refuse status.Code
@@ -96,97 +159,37 @@ func (m *Manager) enqueue(p *pending) {
 	m.mu.Unlock()
 }
 
-// read reads through the guests (nodemgr.Reader of the served manager).
+// The operations of the served manager. One the guest does not implement is answered
+// with the code the server gives a manager without it (not reached through Served).
+
 func (m *Manager) read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
-	fill := func(code status.Code) {
-		for i := range op.Results {
-			op.Results[i] = codec.DataValue{Status: code}
-		}
-	}
-	if m.info.Capabilities&nodemgr.CapRead == 0 {
-		fill(status.BadNotReadable)
-		done()
-		return
-	}
-	m.enqueue(&pending{ctx: ctx, frame: nodemgr.Frame{Kind: nodemgr.KindRead, Body: op}, fill: fill, done: done,
-		apply: func(b nodemgr.Body) bool {
-			r, ok := b.(*nodemgr.ReadResults)
-			if !ok || len(r.Results) != len(op.Results) {
-				return false
-			}
-			copy(op.Results, r.Results)
-			return true
-		}})
+	m.operate(ctx, nodemgr.KindRead, nodemgr.CapRead, status.BadNotReadable, op, done)
 }
 
-// write writes through the guests (nodemgr.Writer of the served manager).
 func (m *Manager) write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
-	fill := func(code status.Code) {
-		for i := range op.Results {
-			op.Results[i] = code
-		}
-	}
-	if m.info.Capabilities&nodemgr.CapWrite == 0 {
-		fill(status.BadNotWritable)
-		done()
-		return
-	}
-	m.enqueue(&pending{ctx: ctx, frame: nodemgr.Frame{Kind: nodemgr.KindWrite, Body: op}, fill: fill, done: done,
-		apply: func(b nodemgr.Body) bool {
-			r, ok := b.(*nodemgr.WriteResults)
-			if !ok || len(r.Results) != len(op.Results) {
-				return false
-			}
-			copy(op.Results, r.Results)
-			return true
-		}})
+	m.operate(ctx, nodemgr.KindWrite, nodemgr.CapWrite, status.BadNotWritable, op, done)
 }
 
-// browse browses through the guests (nodemgr.Browser of the served manager).
 func (m *Manager) browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
-	fill := func(code status.Code) {
-		for i := range op.Results {
-			op.Results[i] = nodemgr.BrowseResult{Status: code}
-		}
-	}
-	if m.info.Capabilities&nodemgr.CapBrowse == 0 {
-		fill(status.BadNodeIdUnknown)
-		done()
-		return
-	}
-	m.enqueue(&pending{ctx: ctx, frame: nodemgr.Frame{Kind: nodemgr.KindBrowse, Body: op}, fill: fill, done: done,
-		apply: func(b nodemgr.Body) bool {
-			r, ok := b.(*nodemgr.BrowseResults)
-			if !ok || len(r.Results) != len(op.Results) {
-				return false
-			}
-			copy(op.Results, r.Results)
-			return true
-		}})
+	m.operate(ctx, nodemgr.KindBrowse, nodemgr.CapBrowse, status.BadNodeIdUnknown, op, done)
 }
 
-// call calls methods through the guests (nodemgr.Caller of the served manager).
 func (m *Manager) call(ctx context.Context, op *nodemgr.CallOp, done func()) {
-	fill := func(code status.Code) {
-		for i := range op.Results {
-			op.Results[i] = callResult(code)
-		}
-	}
-	if m.info.Capabilities&nodemgr.CapCall == 0 {
-		fill(status.BadNotExecutable)
+	m.operate(ctx, nodemgr.KindCall, nodemgr.CapCall, status.BadNotExecutable, op, done)
+}
+
+func (m *Manager) operate(ctx context.Context, kind nodemgr.Kind, capability nodemgr.Capabilities, without status.Code, op nodemgr.Body, done func()) {
+	if m.info.Capabilities&capability == 0 {
+		fill(op, without)
 		done()
 		return
 	}
-	m.enqueue(&pending{ctx: ctx, frame: nodemgr.Frame{Kind: nodemgr.KindCall, Body: op}, fill: fill, done: done,
-		apply: func(b nodemgr.Body) bool {
-			r, ok := b.(*nodemgr.CallResults)
-			if !ok || len(r.Results) != len(op.Results) {
-				return false
-			}
-			copy(op.Results, r.Results)
-			return true
-		}})
+	m.enqueue(ctx, kind, op, done)
 }
 
-// callResult is the result of a call that failed as a whole.
-func callResult(code status.Code) ua.CallMethodResult { return ua.CallMethodResult{StatusCode: code} }
+// samePrincipal reports whether a and b are the same asker, so that their Reads may
+// travel as one.
+func samePrincipal(a, b *nodemgr.Principal) bool {
+	return a.SessionID == b.SessionID && a.Anonymous == b.Anonymous && a.UserName == b.UserName &&
+		a.Thumbprint == b.Thumbprint && slices.Equal(a.Roles, b.Roles)
+}

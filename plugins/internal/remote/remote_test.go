@@ -288,3 +288,74 @@ func TestReadRightAfterStart(t *testing.T) {
 		require.NoError(t, m.Close(context.Background()))
 	}
 }
+
+// echo answers each item with its NodeId's number, and counts the Reads it gets.
+type echo struct {
+	ns    string
+	reads atomic.Int64
+	gate  chan struct{}
+}
+
+func (e *echo) Namespaces() []string { return []string{e.ns} }
+
+func (e *echo) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	e.reads.Add(1)
+	if e.gate != nil {
+		<-e.gate
+	}
+	for i, it := range op.Items {
+		op.Results[i] = codec.DataValue{Value: codec.Int64Variant(int64(it.NodeId.IntID())), SourceTimestamp: op.Now}
+	}
+	done()
+}
+
+// TestReadsOfOneAskerTravelAsOne: Reads queued together travel as one Read per asker,
+// and each gets its own items' results back; one answered meanwhile is left out.
+func TestReadsOfOneAskerTravelAsOne(t *testing.T) {
+	e := &echo{gate: make(chan struct{})}
+	l := &loop{factory: func(s nodemgr.Setup) (nodemgr.Manager, error) { e.ns = s.NamespaceURI; return e, nil }}
+	m, err := Open(context.Background(), l, Config{Setup: nodemgr.Setup{Name: "t", NamespaceURI: "urn:t"}})
+	require.NoError(t, err)
+	require.NoError(t, m.Start(context.Background(), testHost{}))
+	t.Cleanup(func() { require.NoError(t, m.Close(context.Background())) })
+	// The first Read holds the lane; the rest queue behind it.
+	_, first := read(context.Background(), m, 1)
+	require.Eventually(t, func() bool { return e.reads.Load() == 1 }, 5*time.Second, time.Millisecond)
+
+	type sent struct {
+		op   *nodemgr.ReadOp
+		done chan struct{}
+	}
+	var all []sent
+	expired, cancel := context.WithCancel(context.Background())
+	for i := range 30 {
+		op := &nodemgr.ReadOp{Principal: nodemgr.Principal{SessionID: codec.NewNumericNodeId(1, uint32(i%3))}}
+		for k := range 1 + i%4 {
+			op.Items = append(op.Items, ua.ReadValueId{NodeId: codec.NewNumericNodeId(2, uint32(100*i+k)), AttributeId: 13})
+		}
+		op.Results = make([]codec.DataValue, len(op.Items))
+		ctx := context.Background()
+		if i == 7 {
+			ctx = expired
+		}
+		ch := make(chan struct{})
+		m.read(ctx, op, func() { close(ch) })
+		all = append(all, sent{op, ch})
+	}
+	cancel() // Read 7 ends before it travels
+	wait(t, all[7].done)
+	close(e.gate)
+	wait(t, first)
+	for i, s := range all {
+		wait(t, s.done)
+		for k, r := range s.op.Results {
+			if i == 7 {
+				require.Equal(t, status.BadTimeout, r.Status)
+				continue
+			}
+			require.Equal(t, status.Good, r.Status, "read %d item %d", i, k)
+			require.Equal(t, codec.Int64Variant(int64(100*i+k)), r.Value, "read %d item %d", i, k)
+		}
+	}
+	require.Equal(t, int64(1+3), e.reads.Load(), "the first Read, then one per asker")
+}
