@@ -54,7 +54,7 @@ func TestConformanceAsWASM(t *testing.T) {
 type benchHost struct{}
 
 func (benchHost) NamespaceIndexes() []uint16 { return []uint16{2} }
-func (benchHost) Logger() *slog.Logger      { return slog.New(slog.DiscardHandler) }
+func (benchHost) Logger() *slog.Logger       { return slog.New(slog.DiscardHandler) }
 func (benchHost) Now() time.Time             { return time.Now() }
 func (benchHost) Notifier() nodemgr.Notifier { return nopNotifier{} }
 
@@ -85,6 +85,7 @@ func BenchmarkWASMReads(b *testing.B) {
 			Timestamps: ua.TimestampsToReturnBoth,
 			Items:      []ua.ReadValueId{{NodeId: device.NodeID(2, names[i%len(names)]), AttributeId: 13}},
 			Results:    make([]codec.DataValue, 1),
+			Now:        codec.DateTimeOf(time.Now()), // as the server passes it
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
