@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/plugins/wire"
@@ -291,6 +292,27 @@ func (m *Manager) Close(ctx context.Context) error {
 		errs = append(errs, m.cfg.Release(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// reportLost tells the monitored items of a Watcher guest that is gone that their values
+// are lost: the server does not sample watched pairs, so without this they would keep
+// showing the last good value. A guest connected again pushes fresh values for the whole
+// watched set, which its supervisor replays.
+func (m *Manager) reportLost(host nodemgr.Host) {
+	if m.info.Capabilities&nodemgr.CapWatch == 0 {
+		return
+	}
+	now := codec.DateTimeOf(host.Now())
+	m.watchMu.Lock()
+	changes := make([]nodemgr.DataChange, 0, len(m.watched))
+	for k := range m.watched {
+		changes = append(changes, nodemgr.DataChange{NodeId: k.NodeId, AttributeId: k.AttributeId,
+			Value: codec.DataValue{Status: status.BadNotConnected, SourceTimestamp: now, ServerTimestamp: now}})
+	}
+	m.watchMu.Unlock()
+	if len(changes) > 0 {
+		host.Notifier().Changed(changes)
+	}
 }
 
 // Reload replaces every guest with a fresh one from the plugin's file as it is now (a

@@ -359,3 +359,50 @@ func TestReadsOfOneAskerTravelAsOne(t *testing.T) {
 	}
 	require.Equal(t, int64(1+3), e.reads.Load(), "the first Read, then one per asker")
 }
+
+// watchingEcho is an echo that is a Watcher; it pushes nothing.
+type watchingEcho struct{ echo }
+
+func (*watchingEcho) Watch(context.Context, *nodemgr.WatchSet) {}
+
+// recordingHost records what is pushed.
+type recordingHost struct {
+	testHost
+	mu      sync.Mutex
+	changes []nodemgr.DataChange
+}
+
+func (h *recordingHost) Notifier() nodemgr.Notifier { return h }
+func (h *recordingHost) Emit([]nodemgr.Event)       {}
+func (h *recordingHost) Changed(c []nodemgr.DataChange) {
+	h.mu.Lock()
+	h.changes = append(h.changes, c...)
+	h.mu.Unlock()
+}
+
+// TestLostGuestReportsWatchedPairs: when a Watcher's guest is gone, its watched pairs
+// get BadNotConnected, since nothing samples them.
+func TestLostGuestReportsWatchedPairs(t *testing.T) {
+	g := &watchingEcho{}
+	l := &loop{factory: func(s nodemgr.Setup) (nodemgr.Manager, error) { g.ns = s.NamespaceURI; return g, nil }}
+	m, err := Open(context.Background(), l, Config{Setup: nodemgr.Setup{Name: "t", NamespaceURI: "urn:t"}, Backoff: time.Hour})
+	require.NoError(t, err)
+	h := &recordingHost{}
+	require.NoError(t, m.Start(context.Background(), h))
+	t.Cleanup(func() { require.NoError(t, m.Close(context.Background())) })
+	w, ok := m.Served().(nodemgr.Watcher)
+	require.True(t, ok, "a Watcher guest is served as one")
+	key := nodemgr.WatchKey{NodeId: codec.NewStringNodeId(2, "T"), AttributeId: 13}
+	w.Watch(context.Background(), &nodemgr.WatchSet{Add: []nodemgr.WatchItem{{NodeId: key.NodeId, AttributeId: 13, SamplingInterval: 100}}})
+
+	gone := error(errors.Join(status.BadCommunicationError, ErrBroken))
+	l.fail.Store(&gone) // the next guest cannot be set up either
+	m.slots[0].current().Close()
+	require.Eventually(t, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.changes) == 1
+	}, 5*time.Second, time.Millisecond)
+	require.Equal(t, key.NodeId, h.changes[0].NodeId)
+	require.Equal(t, status.BadNotConnected, h.changes[0].Value.Status)
+}

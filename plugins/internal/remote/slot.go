@@ -364,21 +364,27 @@ func (s *slot) setDown(conn Conn) {
 	m := s.m
 	m.mu.Lock()
 	var queued []*pending
+	lost := false // the last guest serving is gone
 	if s.up {
 		s.up = false
 		m.ready--
 		if m.ready == 0 {
 			queued, m.queue = m.queue, nil
 			m.outstanding -= len(queued)
+			lost = true
 		}
 	}
 	closing := m.closed
 	if !closing {
 		s.conn = nil
 	}
+	host := m.host
 	m.mu.Unlock()
 	for _, p := range queued {
 		p.end(status.BadNotConnected)
+	}
+	if lost && !closing && host != nil {
+		m.reportLost(host)
 	}
 	if !closing {
 		conn.Close() // Close closes the guests after it told them to Close
