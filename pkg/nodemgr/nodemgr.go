@@ -1,13 +1,13 @@
 // Package nodemgr is the contract between the server and the node managers that serve
 // its namespaces.
 //
-// Today the server ships one manager, its in-memory address space, which serves namespace
-// 0 and the demo namespace; Go code mounts further managers through the server's
-// options. The contract is shaped for managers that live elsewhere, too: WASM modules run
-// under wazero and plugin processes run under hashicorp/go-plugin, which are not built
-// yet. For them every operation, result and lifecycle call has a binary encoding and a
-// Frame to travel in, and package nodemgrtest is the conformance kit that every manager
-// passes, in-process or behind a boundary.
+// The server's own manager is its in-memory address space, which serves namespace 0 and
+// the demo namespace; Go code mounts further managers through the server's options, and
+// the configuration mounts managers that live elsewhere: WASM modules run under wazero
+// and plugin processes run under hashicorp/go-plugin (module uastack.dev/plugins). For
+// them every operation, result and lifecycle call has a binary encoding and a Frame to
+// travel in, and package nodemgrtest is the conformance kit that every manager passes,
+// in-process or behind a boundary.
 //
 // Operations are batched and context-first: the server groups the items of a request by
 // namespace and hands each manager one operation holding its items and a result slot per
