@@ -46,7 +46,8 @@ func TestSweep(t *testing.T) {
 	start := time.Now()
 	long, _ := tab.Create(Request{Name: "long", Timeout: 300 * time.Millisecond, ChannelID: 1})
 	short, _ := tab.Create(Request{Name: "short", Timeout: 100 * time.Millisecond, ChannelID: 1})
-	used, _ := tab.Create(Request{Name: "used", Timeout: 100 * time.Millisecond, ChannelID: 1})
+	// A timeout well above the touches' period: a loaded machine may oversleep one.
+	used, _ := tab.Create(Request{Name: "used", Timeout: time.Second, ChannelID: 1})
 	// Touch "used" every 20 ms for 250 ms: it must not end meanwhile.
 	for range 12 {
 		time.Sleep(20 * time.Millisecond)
