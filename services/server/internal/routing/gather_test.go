@@ -137,4 +137,7 @@ func TestMountManagers(t *testing.T) {
 		_, err := New(addrspace.NewNamespace0(), Unnamed(tc.managers...))
 		require.ErrorContains(t, err, tc.errs, name)
 	}
+	// A configured manager is named by its setting: which entry to change.
+	_, err = New(addrspace.NewNamespace0(), []Named{{Name: "plc", Manager: plain(addrspace.NamespaceURI0), Setting: "addressSpace.nodeManagers[0]"}})
+	require.ErrorContains(t, err, `addressSpace.nodeManagers[0]: namespace "`+addrspace.NamespaceURI0+`" is served twice`)
 }

@@ -83,7 +83,7 @@ func (ks *Kinds) Provision(entries []config.NodeManager) (_ []Named, err error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", setting, err)
 		}
-		out = append(out, Named{Name: nm.Name, Manager: m})
+		out = append(out, Named{Name: nm.Name, Manager: m, Setting: setting})
 		if v, ok := m.(Validator); ok {
 			if err := v.Validate(); err != nil {
 				return nil, fmt.Errorf("%s: %w", setting, err)

@@ -30,6 +30,9 @@ type owner struct {
 type Named struct {
 	Name    string
 	Manager nodemgr.Manager
+	// Setting is the configuration entry it comes from, for errors; empty for one
+	// mounted from code.
+	Setting string
 }
 
 // Unnamed names managers by their Go types.

@@ -65,6 +65,9 @@ func New(space *addrspace.Space, managers []Named) (*Routes, error) {
 		var indexes []uint16
 		for _, u := range m.Namespaces() {
 			if seen[u] {
+				if nm.Setting != "" {
+					return nil, fmt.Errorf("%s: namespace %q is served twice (by the server or an entry before it)", nm.Setting, u)
+				}
 				return nil, fmt.Errorf("node manager %s: namespace %q is served twice", o.name, u)
 			}
 			seen[u] = true
