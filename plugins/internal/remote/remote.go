@@ -72,6 +72,9 @@ type Config struct {
 	Backoff, MaxBackoff time.Duration
 	// Logger logs the guests' lives; nil discards.
 	Logger *slog.Logger
+	// HealthEvery is how often each guest is asked for its health; one that does not
+	// answer within CallTimeout is replaced. Zero means 5s.
+	HealthEvery time.Duration
 	// Watch is the plugin's file: when it is replaced, the guests are reloaded from it
 	// (Reload). "" watches nothing. WatchEvery is how often it is looked at; zero means
 	// 1s.
@@ -106,6 +109,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.HealthEvery <= 0 {
+		c.HealthEvery = 5 * time.Second
 	}
 	if c.WatchEvery <= 0 {
 		c.WatchEvery = time.Second

@@ -54,6 +54,7 @@ type loop struct {
 	factory sdk.Factory
 	dials   atomic.Int32
 	fail    atomic.Pointer[error] // the error every Call returns, when set
+	hang    atomic.Bool           // every Call waits for its deadline, as a stuck process
 }
 
 func (l *loop) Dial(ctx context.Context, push func([]byte)) (Conn, error) {
@@ -71,6 +72,10 @@ type loopConn struct {
 func (c *loopConn) Call(ctx context.Context, batch []byte) ([]byte, error) {
 	if err := c.l.fail.Load(); err != nil {
 		return nil, *err
+	}
+	if c.l.hang.Load() {
+		<-ctx.Done()
+		return nil, status.BadTimeout
 	}
 	return c.g.Serve(ctx, batch), nil
 }
@@ -405,4 +410,20 @@ func TestLostGuestReportsWatchedPairs(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	require.Equal(t, key.NodeId, h.changes[0].NodeId)
 	require.Equal(t, status.BadNotConnected, h.changes[0].Value.Status)
+}
+
+// TestHungGuestIsReplaced: a guest that no longer answers (alive, but stuck) fails its
+// health check and is replaced.
+func TestHungGuestIsReplaced(t *testing.T) {
+	c := &counter{}
+	m, l := open(t, c, Config{HealthEvery: 20 * time.Millisecond, CallTimeout: 50 * time.Millisecond})
+	l.hang.Store(true)
+	require.Eventually(t, func() bool { return l.dials.Load() >= 2 }, 5*time.Second, time.Millisecond)
+	l.hang.Store(false)
+	waitReady(t, m)
+	require.Eventually(t, func() bool {
+		op, ch := read(context.Background(), m, 1)
+		wait(t, ch)
+		return op.Results[0].Status == status.Good
+	}, 5*time.Second, 10*time.Millisecond)
 }

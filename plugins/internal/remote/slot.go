@@ -11,9 +11,6 @@ import (
 	"uastack.dev/plugins/wire"
 )
 
-// healthEvery is how often the first guest is asked for its health, when it reports it.
-const healthEvery = 5 * time.Second
-
 // stableAfter is how long a guest serves before a break of it replaces it at once again.
 const stableAfter = time.Minute
 
@@ -217,12 +214,12 @@ func (s *slot) serve(conn Conn) error {
 	if m.info.Capabilities&nodemgr.CapWatch != 0 {
 		s.markDirty()
 	}
-	var health <-chan time.Time
+	// Every guest is asked for its health now and then: a guest that does not answer
+	// within CallTimeout hangs (a process stuck in a loop or a lock) and is replaced.
+	health := time.NewTicker(m.cfg.HealthEvery)
+	defer health.Stop()
 	if s.index == 0 && m.info.Capabilities&nodemgr.CapHealth != 0 {
-		t := time.NewTicker(healthEvery)
-		defer t.Stop()
-		health = t.C
-		s.pollHealth(conn)
+		_ = s.pollHealth(conn)
 	}
 	var retry <-chan time.Time
 	for {
@@ -247,24 +244,39 @@ func (s *slot) serve(conn Conn) error {
 			s.markDirty()
 		case <-s.replace:
 			return errReplace
-		case <-health:
-			s.pollHealth(conn)
+		case <-health.C:
+			if err := s.pollHealth(conn); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// pollHealth asks the guest for its health and keeps the answer.
-func (s *slot) pollHealth(conn Conn) {
-	ctx, cancel := context.WithTimeout(s.m.ctx, s.m.cfg.CallTimeout)
+// pollHealth asks the guest for its health and, for the first guest of a
+// HealthReporter, keeps the answer. It fails when the guest did not answer at all (it
+// broke, or hangs past CallTimeout): the guest must be replaced.
+func (s *slot) pollHealth(conn Conn) error {
+	m := s.m
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.CallTimeout)
 	defer cancel()
-	h := nodemgr.Health{}
 	reply, err := s.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindHealth})
+	if m.ctx.Err() != nil {
+		return nil // Close
+	}
+	if err != nil && (errors.Is(err, ErrBroken) || codeOf(err) == status.BadTimeout) {
+		return fmt.Errorf("the guest did not answer its health check: %w", errors.Join(err, ErrBroken))
+	}
+	if s.index != 0 || m.info.Capabilities&nodemgr.CapHealth == 0 {
+		return nil
+	}
+	h := nodemgr.Health{}
 	if err != nil {
 		h = nodemgr.Health{Status: codeOf(err), Message: err.Error()}
 	} else {
 		h = *reply.(*nodemgr.Health)
 	}
-	s.m.health.Store(&h)
+	m.health.Store(&h)
+	return nil
 }
 
 // syncWatch sends the guest what changed in the watched set since it last heard.
