@@ -38,7 +38,9 @@ func FuzzReplies(f *testing.F) {
 		ls.at = []int{0, 1, 0}
 		ls.reads = []nodemgr.ReadOp{{Items: make([]ua.ReadValueId, 3)}}
 		ls.frames = []sentFrame{{first: 0, n: 2, merged: 0}, {first: 2, n: 1, merged: -1}}
-		if err := ls.answerAll(out); err != nil {
+		err := ls.answerAll(out)
+		doneAll(ls.dones)
+		if err != nil {
 			endAll(ls.keep, codeOf(err))
 		}
 		for i, n := range answered {

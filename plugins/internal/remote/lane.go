@@ -21,6 +21,7 @@ type laneState struct {
 	reads  []nodemgr.ReadOp
 	d      *codec.Decoder
 	reply  nodemgr.Frame
+	dones  []func() // of the operations answered from the call's replies
 }
 
 // readGroup is the Reads of one asker in a call: they travel as one Read.
@@ -170,9 +171,16 @@ func (s *slot) carry(conn Conn, ps []*pending, ls *laneState) {
 	m.calls.Add(1)
 	m.frames.Add(uint64(len(ls.keep)))
 	if err == nil {
+		ls.dones = ls.dones[:0]
 		if err = ls.answerAll(out); err != nil {
 			// A guest that answers what it was not asked cannot be trusted with more.
 			err = errors.Join(err, ErrBroken)
+		}
+		// The answers go out on a goroutine of their own: sending them costs the server
+		// a write per response, and the lane's next call need not wait for that.
+		if len(ls.dones) > 0 {
+			go doneAll(append([]func(){}, ls.dones...))
+			clear(ls.dones)
 		}
 	}
 	if err != nil {
@@ -292,16 +300,25 @@ func (ls *laneState) answerAll(out []byte) error {
 					}
 				}
 				part := nodemgr.ReadResults{Results: rr.Results[start:end]}
-				p.answer(&part)
+				if p.answer(&part) {
+					ls.dones = append(ls.dones, p.done)
+				}
 			}
 			clear(rr.Results) // answered by copy: the next decode must not share their memory
 		default:
-			if ps[0] != nil {
-				ps[0].answer(ls.reply.Body)
+			if ps[0] != nil && ps[0].answer(ls.reply.Body) {
+				ls.dones = append(ls.dones, ps[0].done)
 			}
 			clearResults(ls.reply.Body)
 		}
 	})
+}
+
+// doneAll calls each of dones.
+func doneAll(dones []func()) {
+	for _, done := range dones {
+		done()
+	}
 }
 
 // endAll answers every item of ps with code; nil entries are skipped.

@@ -63,16 +63,17 @@ func (p *pending) fail(code status.Code) {
 	p.done()
 }
 
-// answer answers p with the results of a reply, or with BadCommunicationError when they
-// do not fit the request, unless p is answered already.
-func (p *pending) answer(results nodemgr.Body) {
+// answer fills p's results from a reply, or with BadCommunicationError when they do not
+// fit the request, unless p is answered already; it reports whether p's done is still
+// to be called, which the caller does.
+func (p *pending) answer(results nodemgr.Body) bool {
 	if !p.finish() {
-		return
+		return false
 	}
 	if !apply(p.frame.Body, results) {
 		fill(p.frame.Body, status.BadCommunicationError)
 	}
-	p.done()
+	return true
 }
 
 // fill answers every item of the operation op with code.
