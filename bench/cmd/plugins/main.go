@@ -6,7 +6,7 @@
 // counts the server and its plugin processes. The same run measures namespace 0's
 // latency beside a plugin whose Reads block for 1 s under a load of their own.
 //
-//	go run ./bench/cmd/plugins [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-batch 10] [-block-clients 4] [-block-outstanding 25] [-wasm-instances 0] [-set key=value] [-out bench/out]
+//	go run ./bench/cmd/plugins [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-batch 10] [-block-clients 4] [-block-outstanding 25] [-wasm-instances 0] [-max-outstanding 0] [-set key=value] [-out bench/out]
 package main
 
 import (
@@ -31,6 +31,7 @@ type options struct {
 	blockClients     int
 	blockOutstanding int
 	wasmInstances    int // instances of the WASM module; 0 for the server's default
+	maxOutstanding   int // maxOutstanding of the device's plugins; 0 for room for the load
 	out              string
 	quiet            bool
 	sets             []string // extra --set key=value for the server
@@ -48,6 +49,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.blockClients, "block-clients", 4, "clients of the blocking plugin's load")
 	fs.IntVar(&o.blockOutstanding, "block-outstanding", 25, "blocking Reads in flight per client of that load")
 	fs.IntVar(&o.wasmInstances, "wasm-instances", 0, "instances of the WASM module (0: the server's default)")
+	fs.IntVar(&o.maxOutstanding, "max-outstanding", 0, "maxOutstanding of the device's plugins (0: twice the Reads in flight)")
 	fs.StringVar(&o.out, "out", "bench/out", "directory for plugins.md and plugins.json")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.Func("set", "extra key=value for the server's configuration (repeatable)", func(s string) error {
@@ -61,8 +63,8 @@ func parse(args []string) (options, error) {
 		o.blockClients < 1 || o.blockOutstanding < 1 {
 		return o, fmt.Errorf("clients, outstanding, duration, rounds and the blocking load must be positive")
 	}
-	if o.batch < 0 || o.wasmInstances < 0 {
-		return o, fmt.Errorf("batch and wasm-instances must not be negative")
+	if o.batch < 0 || o.wasmInstances < 0 || o.maxOutstanding < 0 {
+		return o, fmt.Errorf("batch, wasm-instances and max-outstanding must not be negative")
 	}
 	return o, nil
 }

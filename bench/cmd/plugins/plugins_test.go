@@ -84,10 +84,16 @@ func TestParse(t *testing.T) {
 
 func TestNodeManagers(t *testing.T) {
 	t.Parallel()
-	s, err := nodeManagers("/m.wasm", "/dev", "/block", 3)
+	o, err := parse([]string{"-wasm-instances", "3"})
+	require.NoError(t, err)
+	b := outstandingBounds(o)
+	require.Equal(t, bounds{device: 2000, blocker: 200}, b, "room for 10 × 100 Reads and 4 × 25 blocking ones, twice")
+	s, err := nodeManagers("/m.wasm", "/dev", "/block", o.wasmInstances, b)
 	require.NoError(t, err)
 	require.Equal(t, `addressSpace.nodeManagers=[{"name":"device","namespaceUri":"urn:uastack:bench:device:builtin","type":"builtin"},`+
-		`{"instances":3,"name":"device-wasm","namespaceUri":"urn:uastack:bench:device:wasm","path":"/m.wasm","type":"wasm"},`+
-		`{"name":"device-process","namespaceUri":"urn:uastack:bench:device:process","path":"/dev","type":"process"},`+
-		`{"name":"blocker","namespaceUri":"urn:uastack:bench:blocker","path":"/block","type":"process"}]`, s)
+		`{"instances":3,"maxOutstanding":2000,"name":"device-wasm","namespaceUri":"urn:uastack:bench:device:wasm","path":"/m.wasm","type":"wasm"},`+
+		`{"maxOutstanding":2000,"name":"device-process","namespaceUri":"urn:uastack:bench:device:process","path":"/dev","type":"process"},`+
+		`{"maxOutstanding":200,"name":"blocker","namespaceUri":"urn:uastack:bench:blocker","path":"/block","type":"process"}]`, s)
+	o.maxOutstanding = 256
+	require.Equal(t, 256, outstandingBounds(o).device)
 }

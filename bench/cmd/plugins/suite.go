@@ -135,12 +135,13 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	if buildErr != nil {
 		return nil, buildErr
 	}
-	managers, err := nodeManagers(plugins[0], plugins[1], plugins[2], o.wasmInstances)
+	clients := o.clients + o.blockClients
+	inflight := o.clients*o.outstanding + o.blockClients*o.blockOutstanding
+	bounds := outstandingBounds(o)
+	managers, err := nodeManagers(plugins[0], plugins[1], plugins[2], o.wasmInstances, bounds)
 	if err != nil {
 		return nil, err
 	}
-	clients := o.clients + o.blockClients
-	inflight := o.clients*o.outstanding + o.blockClients*o.blockOutstanding
 	sets := append([]string{managers,
 		// Every round dials fresh sessions; room for all of them in case closes lag.
 		"limits.maxSessionCount=" + strconv.Itoa(4*clients*o.rounds+100),
@@ -238,8 +239,8 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	if o.wasmInstances > 0 {
 		instances = strconv.Itoa(o.wasmInstances)
 	}
-	r.Note("One server: the device built in (%s), as a WASM module (%s; instances: %s) and as a plugin process (%s), and the test plugin (%s) as a process. Server CPU is the server's and its plugin processes' (all of them, also when idle).",
-		uriBuiltin, uriWASM, instances, uriProcess, uriBlocker)
+	r.Note("One server: the device built in (%s), as a WASM module (%s; instances: %s) and as a plugin process (%s), and the test plugin (%s) as a process; maxOutstanding %d for the device's plugins, %d for the test plugin. Server CPU is the server's and its plugin processes' (all of them, also when idle).",
+		uriBuiltin, uriWASM, instances, uriProcess, uriBlocker, bounds.device, bounds.blocker)
 	r.Note("Blocking load, beside %q: %d clients × %d Reads in flight of the test plugin's node \"block\", each answered after 1 s, started %v before the target's own load; %s.",
 		rowBlocked, o.blockClients, o.blockOutstanding, blockSettle, blocked)
 	r.Note("Load average (1 min) of the machine: %.2f at the start, %.2f at the end.", load0, load1)
@@ -279,20 +280,35 @@ func build(ctx context.Context, dir, pkg string, wasm bool) (string, error) {
 	return out, nil
 }
 
+// bounds are the maxOutstanding settings of the plugins.
+type bounds struct{ device, blocker int }
+
+// outstandingBounds returns room for every Read of the suite's loads to be queued at
+// once, twice over (closing sessions may leave Reads behind): the server's default
+// (256) would answer most of 10 × 100 Reads in flight BadResourceUnavailable. A bound
+// of -max-outstanding replaces the device's.
+func outstandingBounds(o options) bounds {
+	b := bounds{device: 2 * o.clients * o.outstanding, blocker: 2 * o.blockClients * o.blockOutstanding}
+	if o.maxOutstanding > 0 {
+		b.device = o.maxOutstanding
+	}
+	return b
+}
+
 // nodeManagers is the --set of addressSpace.nodeManagers: a list of maps, given as
 // JSON, which is a YAML flow sequence.
-func nodeManagers(wasm, device, blocker string, instances int) (string, error) {
+func nodeManagers(wasm, device, blocker string, instances int, b bounds) (string, error) {
 	entries := []map[string]any{
 		{"name": "device", "type": "builtin", "namespaceUri": uriBuiltin},
-		{"name": "device-wasm", "type": "wasm", "path": wasm, "namespaceUri": uriWASM},
-		{"name": "device-process", "type": "process", "path": device, "namespaceUri": uriProcess},
-		{"name": "blocker", "type": "process", "path": blocker, "namespaceUri": uriBlocker},
+		{"name": "device-wasm", "type": "wasm", "path": wasm, "namespaceUri": uriWASM, "maxOutstanding": b.device},
+		{"name": "device-process", "type": "process", "path": device, "namespaceUri": uriProcess, "maxOutstanding": b.device},
+		{"name": "blocker", "type": "process", "path": blocker, "namespaceUri": uriBlocker, "maxOutstanding": b.blocker},
 	}
 	if instances > 0 {
 		entries[1]["instances"] = instances
 	}
-	b, err := json.Marshal(entries)
-	return "addressSpace.nodeManagers=" + string(b), err
+	js, err := json.Marshal(entries)
+	return "addressSpace.nodeManagers=" + string(js), err
 }
 
 // namespaceIndexes reads the server's NamespaceArray and returns the index of each of
