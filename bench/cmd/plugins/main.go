@@ -6,7 +6,7 @@
 // counts the server and its plugin processes. The same run measures namespace 0's
 // latency beside a plugin whose Reads block for 1 s under a load of their own.
 //
-//	go run ./bench/cmd/plugins [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-batch 10] [-block-clients 4] [-block-outstanding 25] [-wasm-instances 0] [-max-outstanding 0] [-set key=value] [-out bench/out]
+//	go run ./bench/cmd/plugins [-clients 10] [-outstanding 100] [-warmup 1s] [-duration 10s] [-rounds 5] [-batch 10] [-block-clients 4] [-block-outstanding 25] [-wasm-instances 0] [-max-outstanding 0] [-only regexp] [-set key=value] [-out bench/out]
 package main
 
 import (
@@ -14,7 +14,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
 	"time"
 
 	"uastack.dev/bench/internal/report"
@@ -30,8 +32,9 @@ type options struct {
 	batch            int // nodes per Read of the batch rows; 0 for none
 	blockClients     int
 	blockOutstanding int
-	wasmInstances    int // instances of the WASM module; 0 for the server's default
-	maxOutstanding   int // maxOutstanding of the device's plugins; 0 for room for the load
+	wasmInstances    int            // instances of the WASM module; 0 for the server's default
+	maxOutstanding   int            // maxOutstanding of the device's plugins; 0 for room for the load
+	only             *regexp.Regexp // rows to measure; nil for all
 	out              string
 	quiet            bool
 	sets             []string // extra --set key=value for the server
@@ -50,13 +53,23 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.blockOutstanding, "block-outstanding", 25, "blocking Reads in flight per client of that load")
 	fs.IntVar(&o.wasmInstances, "wasm-instances", 0, "instances of the WASM module (0: the server's default)")
 	fs.IntVar(&o.maxOutstanding, "max-outstanding", 0, "maxOutstanding of the device's plugins (0: twice the Reads in flight)")
+	fs.Func("only", "measure only the rows whose names match this regular expression, e.g. 'WASM' (a profile of one path)", func(s string) error {
+		var err error
+		o.only, err = regexp.Compile(s)
+		return err
+	})
 	fs.StringVar(&o.out, "out", "bench/out", "directory for plugins.md and plugins.json")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.Func("set", "extra key=value for the server's configuration (repeatable)", func(s string) error {
 		o.sets = append(o.sets, s)
 		return nil
 	})
+	fs.SetOutput(io.Discard) // parse's caller says what is wrong
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fs.Usage()
+		}
 		return o, err
 	}
 	if o.clients < 1 || o.outstanding < 1 || o.duration <= 0 || o.warmup < 0 || o.rounds < 1 ||

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -183,6 +184,9 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 			target{name: rowName(whereWASM, o.batch), nodes: device3(uriWASM), per: o.batch},
 			target{name: rowName(whereProcess, o.batch), nodes: device3(uriProcess), per: o.batch})
 	}
+	if targets, err = only(targets, o.only); err != nil {
+		return nil, err
+	}
 	blockDial := readDial(srv.URL, opts, []codec.NodeId{codec.NewStringNodeId(ns[uriBlocker], "block")}, 1)
 
 	load0, _ := proc.LoadAverage()
@@ -246,6 +250,18 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	r.Note("Load average (1 min) of the machine: %.2f at the start, %.2f at the end.", load0, load1)
 	addRatios(r, o.batch)
 	return r, nil
+}
+
+// only keeps the targets whose names match re (all for nil); an error when none does.
+func only(targets []target, re *regexp.Regexp) ([]target, error) {
+	if re == nil {
+		return targets, nil
+	}
+	targets = slices.DeleteFunc(targets, func(t target) bool { return !re.MatchString(t.name) })
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("-only %s matches no row", re)
+	}
+	return targets, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
