@@ -245,8 +245,10 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	}
 	r.Note("One server: the device built in (%s), as a WASM module (%s; instances: %s) and as a plugin process (%s), and the test plugin (%s) as a process; maxOutstanding %d for the device's plugins, %d for the test plugin. Server CPU is the server's and its plugin processes' (all of them, also when idle).",
 		uriBuiltin, uriWASM, instances, uriProcess, uriBlocker, bounds.device, bounds.blocker)
-	r.Note("Blocking load, beside %q: %d clients × %d Reads in flight of the test plugin's node \"block\", each answered after 1 s, started %v before the target's own load; %s.",
-		rowBlocked, o.blockClients, o.blockOutstanding, blockSettle, blocked)
+	if slices.ContainsFunc(targets, func(t target) bool { return t.block }) {
+		r.Note("Blocking load, beside %q: %d clients × %d Reads in flight of the test plugin's node \"block\", each answered after 1 s, started %v before the target's own load; %s.",
+			rowBlocked, o.blockClients, o.blockOutstanding, blockSettle, blocked)
+	}
 	r.Note("Load average (1 min) of the machine: %.2f at the start, %.2f at the end.", load0, load1)
 	addRatios(r, o.batch)
 	return r, nil
