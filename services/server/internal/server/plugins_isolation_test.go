@@ -62,14 +62,13 @@ func gopcuaSession(t *testing.T, ctx context.Context, url string) *opcua.Client 
 // bystanders are clients that read namespace 0 (CurrentTime) and the demo namespace
 // (Demo.Scalar_Double) in a loop while a plugin misbehaves, and count what went wrong.
 type bystanders struct {
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	reads  atomic.Int64
-	failed atomic.Int64 // reads that failed or had an item other than Good
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	reads atomic.Int64
 
 	mu        sync.Mutex // guards latencies, errs
 	latencies []time.Duration
-	errs      []string
+	errs      []string // reads that failed or had an item other than Good
 }
 
 // startBystanders starts n clients on url, each reading in a loop until done is called.
