@@ -13,6 +13,7 @@ import (
 	"uastack.dev/plugins/examples/modbus/sim"
 	"uastack.dev/plugins/plugintest"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/server"
 )
 
 // The example plugins of issue 17 as the tests mount them: the simulated device as a
@@ -59,7 +60,7 @@ func startPlantSim(t *testing.T) *sim.Simulator {
 // driver talking to the simulator at simAddr.
 func examplePlugins(t *testing.T, simAddr string) func(*config.Config) {
 	t.Helper()
-	wasm := plugintest.WASM(t, devicePkg)
+	wasm := server.PluginWASM(t, devicePkg)
 	exe := plugintest.Process(t, modbusPkg)
 	var plant map[string]any
 	require.NoError(t, json.Unmarshal(fmt.Appendf(nil, plantOptions, simAddr), &plant))

@@ -368,7 +368,7 @@ func parentOf(t *testing.T, pid int64) int64 {
 func TestPluginWASMTrapAndLoop(t *testing.T) {
 	t.Parallel()
 	ps := startPluginPipeline(t, config.NodeManager{Name: "misbehave", Type: config.NodeManagerWasm,
-		Path:    plugintest.WASM(t, misbehavePkg),
+		Path:    pluginWASM(t, misbehavePkg),
 		Options: map[string]any{"nodes": map[string]any{"good": "value", "boom": "panic", "oob": "oob", "spin": "loop"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

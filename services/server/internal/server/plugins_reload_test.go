@@ -17,6 +17,7 @@ import (
 
 	"uastack.dev/plugins/plugintest"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/server"
 	"uastack.dev/services/server/internal/servertest"
 )
 
@@ -129,7 +130,7 @@ func TestPluginReloadKeepsSessions(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		built := plugintest.WASM(t, devicePkg)
+		built := server.PluginWASM(t, devicePkg)
 		c, ns, path, log := reloadServer(t, ctx, config.NodeManager{Name: deviceName, Type: config.NodeManagerWasm,
 			Path: built, NamespaceURI: deviceURI})
 		session := c.Session()
