@@ -189,8 +189,11 @@ func TestPluginBlockingReads(t *testing.T) {
 		const parked = 10
 		sent := time.Now()
 		answers := parkReads(parked)
-		require.Eventually(t, func() bool { q, _, busy := ps.srv.pipe.Queue().Stats(); return q == 0 && busy == 0 },
-			time.Second, time.Millisecond, "the workers are free while the Reads wait in the plugin")
+		// All of them handed to the plugin (outstanding, none queued) and no worker busy.
+		require.Eventually(t, func() bool {
+			q, _, busy := ps.srv.pipe.Queue().Stats()
+			return ps.srv.pipe.Outstanding().Len() == parked && q == 0 && busy == 0
+		}, time.Second, time.Millisecond, "the workers are free while the Reads wait in the plugin")
 		require.Empty(t, answers, "the plugin answers after a second")
 		var latencies []time.Duration
 		for range 20 {
