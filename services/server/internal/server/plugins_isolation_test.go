@@ -336,7 +336,7 @@ func TestPluginKilled(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, syscall.Kill(int(before), syscall.SIGKILL))
 	killed := time.Now()
-	bad := next(func(s gua.StatusCode) bool { return s != gua.StatusOK }, 3*time.Second)
+	bad := next(func(s gua.StatusCode) bool { return s != gua.StatusOK }, time.Second) // issue 17: within one second
 	require.Contains(t, []gua.StatusCode{gua.StatusBadNotConnected, gua.StatusBadCommunicationError}, bad)
 	t.Logf("the monitored item reported %v %v after the kill", bad, time.Since(killed))
 	next(good, 5*time.Second)
