@@ -9,9 +9,9 @@ import (
 	"uastack.dev/services/server/internal/config"
 )
 
-// TestConfiguredManagersRefused: a node manager named in the configuration that cannot
-// be loaded (here, its file is missing) stops the start with the setting and the file
-// named, instead of a server that silently lacks the namespace.
+// TestConfiguredManagersRefused: a node manager named in the configuration that cannot be
+// loaded stops the start with the setting and the file named, instead of a server that
+// silently lacks the namespace.
 func TestConfiguredManagersRefused(t *testing.T) {
 	cfg := config.Default()
 	cfg.Security.PKIDir = filepath.Join(t.TempDir(), "pki")
