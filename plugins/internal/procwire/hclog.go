@@ -53,6 +53,7 @@ func (h *hcLogger) Log(level hclog.Level, msg string, args ...any) {
 	if !h.l.Enabled(ctx, sl) {
 		return
 	}
+	args = renamePlugin(args)
 	if h.name != "" {
 		args = append(args, "logger", h.name)
 	}
@@ -78,6 +79,7 @@ func (h *hcLogger) IsError() bool { return h.enabled(hclog.Error) }
 func (h *hcLogger) ImpliedArgs() []any { return h.implied }
 
 func (h *hcLogger) With(args ...any) hclog.Logger {
+	args = renamePlugin(args)
 	c := *h
 	c.l = h.l.With(args...)
 	c.implied = append(append([]any(nil), h.implied...), args...)
@@ -125,4 +127,16 @@ func (h *hcLogger) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
 		return io.Discard
 	}
 	return slog.NewLogLogger(h.l.Handler(), slog.LevelInfo).Writer()
+}
+
+// renamePlugin renames go-plugin's "plugin" attribute (the executable's path) to "path":
+// the host's logger names the plugin under "plugin" already.
+func renamePlugin(args []any) []any {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && k == "plugin" {
+			args = append([]any(nil), args...)
+			args[i] = "path"
+		}
+	}
+	return args
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,4 +29,16 @@ func TestHCLog(t *testing.T) {
 	require.Equal(t, "plugin process exited", rec["msg"])
 	require.Equal(t, float64(7), rec["pid"])
 	require.Equal(t, "stdio", rec["logger"])
+}
+
+// TestHCLogRenamesPlugin: go-plugin's "plugin" attribute (the path) does not repeat the
+// host's "plugin" (the name).
+func TestHCLogRenamesPlugin(t *testing.T) {
+	var buf bytes.Buffer
+	l := HCLog(slog.New(slog.NewTextHandler(&buf, nil)).With("plugin", "Plant"), "")
+	l.With("plugin", "/opt/modbus-plugin").Info("plugin started", "pid", 7)
+	l.Info("exited", "plugin", "/opt/modbus-plugin")
+	require.Equal(t, 2, strings.Count(buf.String(), "plugin=Plant"))
+	require.Equal(t, 2, strings.Count(buf.String(), "path=/opt/modbus-plugin"))
+	require.NotContains(t, buf.String(), "plugin=/opt")
 }

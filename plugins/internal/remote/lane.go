@@ -184,11 +184,13 @@ func (s *slot) carry(conn Conn, ps []*pending, ls *laneState) {
 		}
 	}
 	if err != nil {
-		endAll(ls.keep, codeOf(err))
 		if errors.Is(err, ErrBroken) {
-			m.cfg.Logger.Warn("plugin: call failed", "slot", s.index, "operations", len(ls.keep), "err", err)
+			// Out of the lanes' reach before anyone hears of it: a client's next Read
+			// must not go to the guest that just broke.
 			s.reportBroken(conn)
+			m.cfg.Logger.Warn("plugin: call failed", "slot", s.index, "operations", len(ls.keep), "err", err)
 		}
+		endAll(ls.keep, codeOf(err))
 	}
 }
 

@@ -374,32 +374,43 @@ func (s *slot) setUp(conn Conn) {
 // the queued operations are answered BadNotConnected.
 func (s *slot) setDown(conn Conn) {
 	m := s.m
+	s.takeOut(conn)
 	m.mu.Lock()
-	var queued []*pending
-	lost := false // the last guest serving is gone
-	if s.up {
-		s.up = false
-		m.ready--
-		if m.ready == 0 {
-			queued, m.queue = m.queue, nil
-			m.outstanding -= len(queued)
-			lost = true
-		}
-	}
 	closing := m.closed
 	if !closing {
 		s.conn = nil
+	}
+	m.mu.Unlock()
+	if !closing {
+		conn.Close() // Close closes the guests after it told them to Close
+	}
+}
+
+// takeOut stops the lanes from taking operations to conn, once: it is broken (a lane
+// saw it) or being replaced. When it was the last guest serving, the queued operations
+// are answered BadNotConnected, and a Watcher's watched pairs told so.
+func (s *slot) takeOut(conn Conn) {
+	m := s.m
+	m.mu.Lock()
+	if !s.up || s.conn != conn {
+		m.mu.Unlock()
+		return
+	}
+	s.up = false
+	m.ready--
+	var queued []*pending
+	lost := m.ready == 0 && !m.closed
+	if lost {
+		queued, m.queue = m.queue, nil
+		m.outstanding -= len(queued)
 	}
 	host := m.host
 	m.mu.Unlock()
 	for _, p := range queued {
 		p.end(status.BadNotConnected)
 	}
-	if lost && !closing && host != nil {
+	if lost && host != nil {
 		m.reportLost(host)
-	}
-	if !closing {
-		conn.Close() // Close closes the guests after it told them to Close
 	}
 }
 
@@ -414,8 +425,10 @@ func (s *slot) drop() {
 	}
 }
 
-// reportBroken tells the supervisor that conn broke.
+// reportBroken takes conn out of the lanes' reach at once and tells the supervisor that
+// it broke.
 func (s *slot) reportBroken(conn Conn) {
+	s.takeOut(conn)
 	select {
 	case s.broke <- conn:
 	default:

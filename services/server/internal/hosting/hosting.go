@@ -23,9 +23,10 @@ import (
 	"uastack.dev/services/server/internal/routing"
 )
 
-// openTimeout bounds loading one plugin: compiling a module, starting a process and
-// setting it up.
-const openTimeout = 30 * time.Second
+// openTimeout bounds loading one plugin: compiling a module (seconds for a Go guest the
+// first time, far longer in a build with the race detector; later starts take it from
+// the cache), starting a process and setting it up.
+const openTimeout = 2 * time.Minute
 
 // builtins are the managers compiled in, by the name of their entry.
 var builtins = map[string]func(nm config.NodeManager, options []byte) (nodemgr.Manager, error){
