@@ -14,7 +14,7 @@ import (
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/plugins/internal/testplugin/testmgr"
+	"uastack.dev/plugins/plugintest/testplugin/testmgr"
 	"uastack.dev/plugins/sdk"
 	"uastack.dev/plugins/wire"
 )

@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 	}
 	// go test puts its own toolchain first in PATH.
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeLimit)
-	build := exec.CommandContext(ctx, "go", "build", "-o", pluginPath, "uastack.dev/plugins/internal/testplugin")
+	build := exec.CommandContext(ctx, "go", "build", "-o", pluginPath, "uastack.dev/plugins/plugintest/testplugin")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	err = build.Run()
 	cancel()

@@ -23,7 +23,7 @@ import (
 	"uastack.dev/plugins/internal/remote"
 )
 
-// The misbehave guest (internal/testguest/misbehave), built once per test binary, and
+// The misbehave guest (plugintest/testguest/misbehave), built once per test binary, and
 // the compilation cache of the tests: in the user's cache directory, so that the guest
 // is compiled once and not at every run (compiling it takes seconds, half a minute
 // with the race detector).
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	if base, err := os.UserCacheDir(); err == nil {
 		cacheDir = filepath.Join(base, "uastack", "wazero-test")
 	}
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", guestPath, "../internal/testguest/misbehave")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", guestPath, "../plugintest/testguest/misbehave")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the test guest: %v\n%s", err, out)

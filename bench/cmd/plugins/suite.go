@@ -40,7 +40,7 @@ const (
 const (
 	pkgDeviceWASM    = "uastack.dev/plugins/examples/device/wasm"
 	pkgDeviceProcess = "uastack.dev/plugins/examples/device/process"
-	pkgBlocker       = "uastack.dev/plugins/internal/testplugin"
+	pkgBlocker       = "uastack.dev/plugins/plugintest/testplugin"
 )
 
 // deviceVariables are the device's variables the device rows cycle over, by their

@@ -28,8 +28,8 @@ import (
 // takes 1 s per Read and whose "pid" node reads its process id, and a WASM guest whose
 // options say how each node misbehaves.
 const (
-	testPluginPkg = "uastack.dev/plugins/internal/testplugin"
-	misbehavePkg  = "uastack.dev/plugins/internal/testguest/misbehave"
+	testPluginPkg = "uastack.dev/plugins/plugintest/testplugin"
+	misbehavePkg  = "uastack.dev/plugins/plugintest/testguest/misbehave"
 )
 
 // startPluginPipeline is startPipeline with the manager of testNamespaceURI loaded from

@@ -25,7 +25,7 @@ import (
 func TestServerKilledLeavesNoPlugin(t *testing.T) {
 	t.Parallel()
 	bin := plugintest.Process(t, "uastack.dev/services/server")
-	plugin := plugintest.Process(t, "uastack.dev/plugins/internal/testplugin")
+	plugin := plugintest.Process(t, "uastack.dev/plugins/plugintest/testplugin")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "plugins.yaml")
 	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `addressSpace:

@@ -181,7 +181,7 @@ func TestPluginReloadKeepsSessions(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		built := plugintest.Process(t, "uastack.dev/plugins/internal/testplugin")
+		built := plugintest.Process(t, "uastack.dev/plugins/plugintest/testplugin")
 		c, ns, path, log := reloadServer(t, ctx, config.NodeManager{Name: "reloaded", Type: config.NodeManagerProcess,
 			Path: built, NamespaceURI: "urn:uastack:test:reloaded"})
 		session := c.Session()

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"uastack.dev/plugins/internal/procwire"
-	"uastack.dev/plugins/internal/testplugin/testmgr"
+	"uastack.dev/plugins/plugintest/testplugin/testmgr"
 	"uastack.dev/plugins/sdk/process"
 )
 
