@@ -152,6 +152,7 @@ type Manager struct {
 	loaded fileState                      // the plugin's file as Open found it (Config.Watch)
 
 	calls, frames atomic.Uint64 // calls across the boundary, and the operations they carried
+	replaced      atomic.Uint64 // guests connected in place of one that broke
 }
 
 // Open connects the first guest, sets it up with cfg.Setup and returns the Manager. An
@@ -196,6 +197,16 @@ func (m *Manager) Served() nodemgr.Manager { return served(m, m.info.Capabilitie
 
 // Stats returns the calls made across the boundary and the operations they carried.
 func (m *Manager) Stats() (calls, operations uint64) { return m.calls.Load(), m.frames.Load() }
+
+// Traffic returns what the server's metrics show of the boundary: the calls and the
+// operations they carried so far, the guests that replaced broken ones, and the
+// operations queued or in flight now.
+func (m *Manager) Traffic() (calls, operations, replaced uint64, outstanding int) {
+	m.mu.Lock()
+	outstanding = m.outstanding
+	m.mu.Unlock()
+	return m.calls.Load(), m.frames.Load(), m.replaced.Load(), outstanding
+}
 
 // Namespaces returns the guest's namespaces (nodemgr.Manager).
 func (m *Manager) Namespaces() []string { return m.info.Namespaces }

@@ -210,6 +210,8 @@ func TestBrokenGuestIsReplaced(t *testing.T) {
 	l.fail.Store(nil)
 	require.Eventually(t, func() bool { return l.dials.Load() == 2 }, 5*time.Second, time.Millisecond)
 	waitReady(t, m)
+	_, _, replaced, _ := m.Traffic()
+	require.Equal(t, uint64(1), replaced)
 	op, ch = read(context.Background(), m, 1)
 	wait(t, ch)
 	require.Equal(t, status.Good, op.Results[0].Status)

@@ -153,6 +153,7 @@ func (s *slot) supervise() {
 	defer m.wg.Done()
 	var backoff time.Duration
 	conn := s.current()
+	served := conn != nil // a guest of this slot has served: the next one replaces it
 	for {
 		if conn == nil {
 			select {
@@ -172,6 +173,10 @@ func (s *slot) supervise() {
 				continue
 			}
 			conn = c
+			if served {
+				m.replaced.Add(1)
+			}
+			served = true
 			m.cfg.Logger.Info("plugin: guest connected", "slot", s.index)
 		}
 		s.setUp(conn)

@@ -215,6 +215,35 @@ type ManagerHealth struct {
 	Health nodemgr.Health
 }
 
+// TrafficReporter is a manager behind a boundary (a plugin host) that counts what
+// crosses it.
+type TrafficReporter interface {
+	// Traffic returns the calls made across the boundary and the operations they
+	// carried so far, the guests that replaced broken ones, and the operations queued
+	// or in flight now.
+	Traffic() (calls, operations, replaced uint64, outstanding int)
+}
+
+// ManagerTraffic is one manager's traffic, by its name.
+type ManagerTraffic struct {
+	Name                        string
+	Calls, Operations, Replaced uint64
+	Outstanding                 int
+}
+
+// Traffic returns the traffic of every mounted TrafficReporter.
+func (r *Routes) Traffic() []ManagerTraffic {
+	var out []ManagerTraffic
+	for _, mt := range r.mounted {
+		if t, ok := mt.m.(TrafficReporter); ok {
+			mtr := ManagerTraffic{Name: mt.owner.name}
+			mtr.Calls, mtr.Operations, mtr.Replaced, mtr.Outstanding = t.Traffic()
+			out = append(out, mtr)
+		}
+	}
+	return out
+}
+
 // Health asks every mounted nodemgr.HealthReporter how it is. It is safe for concurrent
 // use; a reporter answers without waiting on its device (nodemgr.HealthReporter).
 func (r *Routes) Health(ctx context.Context) []ManagerHealth {

@@ -347,6 +347,13 @@ func TestPluginKilled(t *testing.T) {
 	after := pid()
 	require.NotEqual(t, before, after, "a new plugin process serves")
 	require.Equal(t, int64(os.Getpid()), parentOf(t, after))
+
+	// The restart is on /metrics, with the boundary's traffic.
+	var metrics strings.Builder
+	require.NoError(t, ps.srv.WriteMetrics(&metrics))
+	require.Contains(t, metrics.String(), "uastack_node_manager_guests_replaced_total{manager=\"victim\"} 1\n")
+	require.Regexp(t, `uastack_node_manager_calls_total\{manager="victim"\} [1-9]`, metrics.String())
+	require.Contains(t, metrics.String(), "uastack_node_manager_outstanding{manager=\"victim\"} 0\n")
 }
 
 // parentOf returns the parent process id of pid, from /proc.

@@ -113,6 +113,18 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 		metrics = append(metrics, diagnostics.Metric{Name: "uastack_node_manager_healthy", Kind: "gauge",
 			Help: "1 while a node manager reports itself Good, 0 otherwise.", Labels: diagnostics.Label("manager", h.Name), Value: healthy})
 	}
+	for _, t := range s.routes.Traffic() {
+		label := diagnostics.Label("manager", t.Name)
+		metrics = append(metrics,
+			diagnostics.Metric{Name: "uastack_node_manager_calls_total", Kind: "counter", Labels: label, Value: float64(t.Calls),
+				Help: "Calls across the boundary of a plugin node manager (each carries a batch of operations)."},
+			diagnostics.Metric{Name: "uastack_node_manager_operations_total", Kind: "counter", Labels: label, Value: float64(t.Operations),
+				Help: "Operations carried across the boundary of a plugin node manager."},
+			diagnostics.Metric{Name: "uastack_node_manager_outstanding", Kind: "gauge", Labels: label, Value: float64(t.Outstanding),
+				Help: "Operations queued for or in flight at a plugin node manager (bounded by maxOutstanding)."},
+			diagnostics.Metric{Name: "uastack_node_manager_guests_replaced_total", Kind: "counter", Labels: label, Value: float64(t.Replaced),
+				Help: "Guests (WASM instances, plugin processes) started in place of one that broke or hung."})
+	}
 	return s.diag.WriteMetrics(w, metrics...)
 }
 
