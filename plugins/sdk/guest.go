@@ -136,15 +136,15 @@ func (g *Guest) ServeInto(ctx context.Context, batch, out []byte) []byte {
 	calls := st.calls[:n]
 	st.left.Store(1) // held until every operation is started
 	_ = wire.Split(batch, func(i int, b []byte) { calls[i].start(ctx, g, b) })
-	if st.left.Add(-1) != 0 && !st.wait(ctx) {
+	if st.left.Add(-1) == 0 || st.wait(ctx) {
+		defer g.states.Put(st)
+	} else {
+		// Not pooled again: a manager that calls done late may still write into it.
 		for _, c := range calls {
 			if c.waits && !c.fired.Load() {
 				c.reply = *fault(c.req.ID, status.BadTimeout, "the manager did not answer before the deadline")
 			}
 		}
-		defer func() {}() // the state is not pooled: a late done may still write into it
-	} else {
-		defer g.states.Put(st)
 	}
 	st.out.ResetTo(out)
 	for _, c := range calls {
