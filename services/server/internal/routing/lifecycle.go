@@ -215,6 +215,26 @@ type ManagerHealth struct {
 	Health nodemgr.Health
 }
 
+// Reloader is a manager that can load itself again from where it came from (a plugin
+// from its file), keeping the sessions and monitored items that use it.
+type Reloader interface {
+	Reload(ctx context.Context) error
+}
+
+// Reload reloads every mounted Reloader, and returns their errors joined, each naming
+// its manager.
+func (r *Routes) Reload(ctx context.Context) error {
+	var errs []error
+	for _, mt := range r.mounted {
+		if rl, ok := mt.m.(Reloader); ok {
+			if err := rl.Reload(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("node manager %s: reload: %w", mt.owner.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // TrafficReporter is a manager behind a boundary (a plugin host) that counts what
 // crosses it.
 type TrafficReporter interface {

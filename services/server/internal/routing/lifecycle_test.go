@@ -133,3 +133,28 @@ func TestPushesBounded(t *testing.T) {
 	close(rec.hold)
 	require.NoError(t, rt.Close(context.Background()))
 }
+
+// reloading is a manager that counts its reloads, and fails them with err.
+type reloading struct {
+	plain
+	n   *int
+	err error
+}
+
+func (r reloading) Reload(context.Context) error { *r.n++; return r.err }
+
+// TestReload: Reload reloads every Reloader, and an error names its manager.
+func TestReload(t *testing.T) {
+	t.Parallel()
+	n := 0
+	rt, err := New(addrspace.NewNamespace0(), []Named{
+		{Name: "a", Manager: reloading{plain: "urn:a", n: &n}},
+		{Name: "plain", Manager: plain("urn:p")},
+		{Name: "b", Manager: reloading{plain: "urn:b", n: &n, err: errors.New("not a WebAssembly module")}},
+	})
+	require.NoError(t, err)
+	err = rt.Reload(context.Background())
+	require.Equal(t, 2, n)
+	require.ErrorContains(t, err, "node manager b: reload: not a WebAssembly module")
+	require.NotContains(t, err.Error(), "node manager a")
+}

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"uastack.dev/pkg/pki"
@@ -68,6 +71,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func(n
 		obsDone <- nil
 	}
 	log.Info("listening", "address", ln.Addr().String())
+	stopReloads := srv.reloadOnSignal(ctx)
+	defer stopReloads()
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -79,6 +84,39 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func(n
 	log.Info("server stopped")
 	return err
 }
+
+// reloadOnSignal reloads the plugin node managers on SIGHUP (as replacing their files
+// does) until ctx ends or the returned stop is called.
+func (s *Server) reloadOnSignal(ctx context.Context) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+				s.log.Info("SIGHUP: reloading the plugin node managers")
+				if err := s.ReloadManagers(ctx); err != nil {
+					s.log.Error("reload", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
+}
+
+// ReloadManagers reloads every node manager that loads from a file (the WASM modules
+// and plugin processes): each guest is replaced by one of the file as it is now, the
+// sessions and monitored items stay. It returns once the files are read; the guests are
+// replaced in the background.
+func (s *Server) ReloadManagers(ctx context.Context) error { return s.routes.Reload(ctx) }
 
 // isLoopback reports whether host names only this machine.
 func isLoopback(host string) bool {
