@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"uastack.dev/pkg/nodemgr"
@@ -76,7 +77,7 @@ func (s *slot) prelude(ctx context.Context) (Conn, error) {
 		return nil, err
 	}
 	m := s.m
-	if !equalStrings(info.Namespaces, m.info.Namespaces) || info.Capabilities != m.info.Capabilities {
+	if !slices.Equal(info.Namespaces, m.info.Namespaces) || info.Capabilities != m.info.Capabilities {
 		conn.Close()
 		return nil, fmt.Errorf("the new guest serves %q (%v), the first served %q (%v)", info.Namespaces, info.Capabilities, m.info.Namespaces, m.info.Capabilities)
 	}
@@ -96,18 +97,6 @@ func (s *slot) prelude(ctx context.Context) (Conn, error) {
 		}
 	}
 	return conn, nil
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lifecycle makes a call of one request outside the queue and returns its reply's body.

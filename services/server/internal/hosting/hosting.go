@@ -12,7 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"uastack.dev/pkg/nodemgr"
@@ -51,7 +52,7 @@ func Kinds(log *slog.Logger, now func() time.Time) []routing.Kind {
 				Grants: wasmhost.Grants{Env: nm.Grants.Env}, Reload: !nm.NoReload,
 				Logger: named(nm), Now: now,
 			}
-			for _, guest := range sortedKeys(nm.Grants.Dirs) {
+			for _, guest := range slices.Sorted(maps.Keys(nm.Grants.Dirs)) {
 				cfg.Grants.Dirs = append(cfg.Grants.Dirs, wasmhost.DirGrant{Guest: guest, Host: nm.Grants.Dirs[guest]})
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
@@ -81,7 +82,7 @@ func Kinds(log *slog.Logger, now func() time.Time) []routing.Kind {
 		{Type: config.NodeManagerBuiltin, Provision: func(nm config.NodeManager) (nodemgr.Manager, error) {
 			build, ok := builtins[nm.Name]
 			if !ok {
-				return nil, fmt.Errorf("no built-in node manager is called %q (there are: %v)", nm.Name, sortedKeys(builtins))
+				return nil, fmt.Errorf("no built-in node manager is called %q (there are: %v)", nm.Name, slices.Sorted(maps.Keys(builtins)))
 			}
 			options, err := optionsOf(nm)
 			if err != nil {
@@ -108,13 +109,4 @@ func optionsOf(nm config.NodeManager) ([]byte, error) {
 		return nil, fmt.Errorf("options: %w", err)
 	}
 	return b, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
