@@ -47,9 +47,17 @@ type discardConn struct {
 	net.Conn
 	discard atomic.Bool
 	sunk    atomic.Int64 // chunks discarded
+	reading atomic.Bool  // the channel's goroutine waits in Read
 
 	mu   sync.Mutex // guards last
 	last []byte
+}
+
+func (c *discardConn) Read(b []byte) (int, error) {
+	c.reading.Store(true)
+	n, err := c.Conn.Read(b)
+	c.reading.Store(false)
+	return n, err
 }
 
 func (c *discardConn) Write(b []byte) (int, error) {
@@ -217,10 +225,11 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 // settle waits until the server's goroutines are done with the channel, so that the
 // benchmark's requests are answered on its own goroutine, as the channel's reading
 // goroutine answers them. TCP orders nothing for the race detector: the channel's
-// goroutine says when it has handed over CreateSession and ActivateSession. The goroutine
-// that wrote ActivateSession's response may still be the channel's writer, and would then
-// write what the benchmark sends: Reads are sent until three in a row are written before
-// Handle returns.
+// goroutine says when it has handed over CreateSession and ActivateSession, and is back
+// in Read once it is through with the second (the channel keeps state of a request after
+// its handler returns). The goroutine that wrote ActivateSession's response may still be
+// the channel's writer, and would then write what the benchmark sends: Reads are sent
+// until three in a row are written before Handle returns.
 func (bs *benchSession) settle(tb testing.TB, handled *atomic.Int32) {
 	tb.Helper()
 	req := &ua.ReadRequest{
@@ -228,7 +237,7 @@ func (bs *benchSession) settle(tb testing.TB, handled *atomic.Int32) {
 		NodesToRead:   readValues(ns0StatusNodes, 1),
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for handled.Load() < 2 {
+	for handled.Load() < 2 || !bs.conn.reading.Load() {
 		require.True(tb, time.Now().Before(deadline), "the channel's goroutine kept the session's requests")
 		time.Sleep(time.Millisecond)
 	}
