@@ -21,8 +21,13 @@ import (
 	"uastack.dev/plugins/wire"
 )
 
-// benchDialer compiles the test guest with closeOnDone as WithCloseOnContextDone.
-func benchDialer(b testing.TB, closeOnDone bool) *dialer {
+// The ways a guest can be stopped, as the benchmarks compare them: wazero's termination
+// checks, metering (what the host does), and neither (a reference only: such a guest
+// cannot be stopped).
+var stopModes = []string{"checks", "metered", "none"}
+
+// benchDialer compiles the test guest to be stopped the way mode names.
+func benchDialer(b testing.TB, mode string) *dialer {
 	b.Helper()
 	code, err := os.ReadFile(guestPath)
 	require.NoError(b, err)
@@ -33,22 +38,27 @@ func benchDialer(b testing.TB, closeOnDone bool) *dialer {
 	rc, cache, err := runtimeConfig(&cfg)
 	require.NoError(b, err)
 	d.cache = cache
-	require.NoError(b, d.compileWith(context.Background(), rc.WithCloseOnContextDone(closeOnDone), code))
+	if mode == "metered" {
+		code, err = meter(code)
+		require.NoError(b, err)
+		d.metered = true
+	}
+	require.NoError(b, d.compileWith(context.Background(), rc.WithCloseOnContextDone(mode == "checks"), code))
 	b.Cleanup(func() { d.release(context.Background()) })
 	return d
 }
 
 // BenchmarkCloseOnContextDone measures what wazero's termination checks cost guest
 // code that computes: sha256 of 64 KiB (calls and loops), and a tight arithmetic loop
-// of 1M rounds without calls, with WithCloseOnContextDone on and off.
+// of 1M rounds without calls, in each of stopModes.
 func BenchmarkCloseOnContextDone(b *testing.B) {
 	for _, work := range []struct {
 		export string
 		arg    uint64
 	}{{"bench_hash", 1}, {"bench_loop", 1 << 20}} {
-		for _, on := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/close=%v", work.export, on), func(b *testing.B) {
-				d := benchDialer(b, on)
+		for _, mode := range stopModes {
+			b.Run(fmt.Sprintf("%s/stop=%s", work.export, mode), func(b *testing.B) {
+				d := benchDialer(b, mode)
 				c, err := d.Dial(context.Background(), func([]byte) {})
 				require.NoError(b, err)
 				defer c.Close()
@@ -90,9 +100,9 @@ func BenchmarkCall(b *testing.B) {
 	opts, _ := json.Marshal(map[string]any{"nodes": map[string]string{"a": "value"}})
 	setup := nodemgr.Setup{Name: "bench", NamespaceURI: "urn:bench", Options: opts}
 	for _, n := range []int{1, 64} {
-		for _, on := range []bool{true, false} {
-			b.Run(fmt.Sprintf("conn/reads=%d/close=%v", n, on), func(b *testing.B) {
-				d := benchDialer(b, on)
+		for _, mode := range stopModes {
+			b.Run(fmt.Sprintf("conn/reads=%d/stop=%s", n, mode), func(b *testing.B) {
+				d := benchDialer(b, mode)
 				c, err := d.Dial(context.Background(), func([]byte) {})
 				require.NoError(b, err)
 				defer c.Close()

@@ -29,19 +29,38 @@ type dialer struct {
 	r        wazero.Runtime
 	cache    wazero.CompilationCache // nil without a disk cache
 	compiled wazero.CompiledModule   // guarded by mu once Open returns: Refresh replaces it
+	// metered: the runtime runs metered modules without wazero's termination checks
+	// (meter.go); otherwise it runs the module as it is, with the checks.
+	metered bool
 
 	mu    sync.RWMutex // guards conns, compiled
 	conns map[api.Module]*conn
 }
 
-// compile makes the runtime, with the host's imports, and compiles code into it.
+// compile makes the runtime, with the host's imports, and compiles code into it:
+// metered, without the termination checks, or, when the module cannot be metered, as it
+// is with the checks.
 func (d *dialer) compile(ctx context.Context, code []byte) error {
 	rc, cache, err := runtimeConfig(&d.cfg)
 	if err != nil {
 		return err
 	}
 	d.cache = cache
-	return d.compileWith(ctx, rc, code)
+	metered, err := meter(code)
+	if err == nil {
+		if err = d.compileWith(ctx, rc.WithCloseOnContextDone(false), metered); err == nil {
+			d.metered = true
+			return nil
+		}
+		// The rewrite broke a module: a bug of meter's, which must not cost the module.
+		d.cfg.Logger.Error("wasmhost: the metered module does not compile; running it with termination checks", "err", err)
+		if d.r != nil {
+			_ = d.r.Close(ctx)
+		}
+	} else {
+		d.cfg.Logger.Warn("wasmhost: running the module with termination checks, which slow it", "reason", err)
+	}
+	return d.compileWith(ctx, rc.WithCloseOnContextDone(true), code)
 }
 
 // compileWith is compile with the runtime configuration rc.
@@ -96,6 +115,14 @@ func (d *dialer) Dial(ctx context.Context, push func(frame []byte)) (remote.Conn
 		return nil, fmt.Errorf("instantiate (_initialize): %w", err)
 	}
 	c.mod, c.mem = mod, mod.Memory()
+	if d.metered {
+		c.stop, _ = mod.ExportedGlobal(stopExport).(api.MutableGlobal)
+		if c.stop == nil {
+			mod.Close(ctx)
+			return nil, fmt.Errorf("the metered module does not export %s", stopExport)
+		}
+		c.halt = c.haltCall
+	}
 	c.alloc, c.call = mod.ExportedFunction("uastack_alloc"), mod.ExportedFunction("uastack_call")
 	if err := mod.ExportedFunction("uastack_abi_version").CallWithStack(ctx, c.stack[:]); err != nil {
 		mod.Close(ctx)
@@ -153,9 +180,47 @@ type conn struct {
 	push           func(frame []byte)
 	stdout, stderr *lineLog
 	closed         atomic.Bool
+	// stop is a metered module's stop global: raised, the guest traps at its next tick.
+	// It is nil for a module run with termination checks.
+	stop api.MutableGlobal
+	halt func() // haltCall, kept so that arming a call does not allocate it
 
 	mu    sync.Mutex // guards stack: one call at a time runs in an instance
 	stack [1]uint64
+
+	stopMu sync.Mutex // guards armed, and the host's writes of stop
+	armed  bool       // a call runs whose context ending stops the guest
+}
+
+// haltCall stops the call that runs, if one does: context.AfterFunc runs it when a
+// call's context ends, possibly just after the call returned.
+func (c *conn) haltCall() {
+	c.stopMu.Lock()
+	if c.armed {
+		c.stop.Set(1)
+	}
+	c.stopMu.Unlock()
+}
+
+// arm has the end of ctx stop the guest while it runs a call, and returns what disarms
+// it; the calls of a module with termination checks need nothing.
+func (c *conn) arm(ctx context.Context) (disarm func()) {
+	if c.stop == nil || ctx.Done() == nil {
+		return nil
+	}
+	c.stopMu.Lock()
+	c.armed = true
+	c.stopMu.Unlock()
+	cancel := context.AfterFunc(ctx, c.halt)
+	return func() {
+		cancel()
+		c.stopMu.Lock()
+		c.armed = false
+		if !c.closed.Load() && c.stop.Get() != 0 {
+			c.stop.Set(0) // the context ended as the call returned: the guest is fine
+		}
+		c.stopMu.Unlock()
+	}
 }
 
 // Call writes batch into the guest's memory, has the guest answer it, and returns a
@@ -164,12 +229,15 @@ type conn struct {
 // BadCommunicationError; all three also wrap remote.ErrBroken.
 func (c *conn) Call(ctx context.Context, batch []byte) ([]byte, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed.Load() {
 		return nil, fmt.Errorf("the instance is closed: %w", errors.Join(status.BadCommunicationError, remote.ErrBroken))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", status.BadTimeout, err) // the guest was not entered: it is fine
+	}
+	if disarm := c.arm(ctx); disarm != nil {
+		defer disarm()
 	}
 	c.stack[0] = uint64(len(batch))
 	if err := c.alloc.CallWithStack(ctx, c.stack[:]); err != nil {
@@ -195,12 +263,24 @@ func (c *conn) Call(ctx context.Context, batch []byte) ([]byte, error) {
 	return append([]byte(nil), out...), nil
 }
 
+// unlock ends a call, and closes the instance when Close came while the call ran.
+func (c *conn) unlock() {
+	c.mu.Unlock()
+	if c.stop != nil && c.closed.Load() && c.mu.TryLock() {
+		c.mod.Close(context.Background())
+		c.mu.Unlock()
+	}
+}
+
 // failed turns the error of a call into the guest into Call's error, and logs it.
 func (c *conn) failed(ctx context.Context, export string, err error) error {
 	var exit *sys.ExitError
 	if ctx.Err() != nil || errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) {
 		c.d.cfg.Logger.Warn("wasmhost: the guest ran past its deadline; replacing it", "export", export)
 		return fmt.Errorf("%s: %w", export, errors.Join(status.BadTimeout, remote.ErrBroken, err))
+	}
+	if c.closed.Load() {
+		return fmt.Errorf("%s: the instance was closed: %w", export, errors.Join(status.BadCommunicationError, remote.ErrBroken, err))
 	}
 	c.stdout.flush(ctx)
 	c.stderr.flush(ctx) // a Go guest's panic is on its stderr: log it before the trap
@@ -218,7 +298,9 @@ func (c *conn) bad(ctx context.Context, what string) error {
 func (c *conn) Broken() <-chan struct{} { return nil }
 
 // Close closes the instance. It is safe while a call runs: the call ends with an
-// error (the runtime closes modules on context done, which also stops a running one).
+// error. A metered guest is stopped at its next tick and its instance closed once the
+// call has returned, as native code must not run in a closed module; with termination
+// checks, closing the module stops the call.
 func (c *conn) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
@@ -229,6 +311,16 @@ func (c *conn) Close() error {
 	ctx := context.Background()
 	c.stdout.flush(ctx)
 	c.stderr.flush(ctx)
+	if c.stop == nil {
+		return c.mod.Close(ctx)
+	}
+	c.stopMu.Lock()
+	c.stop.Set(1)
+	c.stopMu.Unlock()
+	if !c.mu.TryLock() {
+		return nil // the call's unlock closes the instance
+	}
+	defer c.mu.Unlock()
 	return c.mod.Close(ctx)
 }
 
@@ -284,6 +376,12 @@ func (d *dialer) Refresh(ctx context.Context) error {
 	code, err := os.ReadFile(d.cfg.Path)
 	if err != nil {
 		return err
+	}
+	if d.metered {
+		// The runtime runs without termination checks: only a metered module may run in it.
+		if code, err = meter(code); err != nil {
+			return fmt.Errorf("the module runs without termination checks, and its new version %w", err)
+		}
 	}
 	compiled, err := d.r.CompileModule(ctx, code)
 	if err != nil {

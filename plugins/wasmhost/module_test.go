@@ -21,21 +21,21 @@ func assemble(funcs []wasmFunc, memory bool) []byte {
 	out := []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 	section := func(id byte, content []byte) {
 		out = append(out, id)
-		out = uleb(out, uint32(len(content)))
+		out = appendU32(out, uint32(len(content)))
 		out = append(out, content...)
 	}
-	name := func(b []byte, s string) []byte { return append(uleb(b, uint32(len(s))), s...) }
+	name := func(b []byte, s string) []byte { return append(appendU32(b, uint32(len(s))), s...) }
 	if len(funcs) > 0 {
-		types := uleb(nil, uint32(len(funcs)))
+		types := appendU32(nil, uint32(len(funcs)))
 		for _, f := range funcs {
 			types = append(types, 0x60)
-			types = append(uleb(types, uint32(len(f.params))), f.params...)
-			types = append(uleb(types, uint32(len(f.results))), f.results...)
+			types = append(appendU32(types, uint32(len(f.params))), f.params...)
+			types = append(appendU32(types, uint32(len(f.results))), f.results...)
 		}
 		section(1, types)
-		fns := uleb(nil, uint32(len(funcs)))
+		fns := appendU32(nil, uint32(len(funcs)))
 		for i := range funcs {
-			fns = uleb(fns, uint32(i))
+			fns = appendU32(fns, uint32(i))
 		}
 		section(3, fns)
 	}
@@ -47,7 +47,7 @@ func assemble(funcs []wasmFunc, memory bool) []byte {
 	for i, f := range funcs {
 		if f.name != "" {
 			exports = append(name(exports, f.name), 0x00)
-			exports = uleb(exports, uint32(i))
+			exports = appendU32(exports, uint32(i))
 			n++
 		}
 	}
@@ -55,27 +55,16 @@ func assemble(funcs []wasmFunc, memory bool) []byte {
 		exports = append(name(exports, "memory"), 0x02, 0x00)
 		n++
 	}
-	section(7, append(uleb(nil, uint32(n)), exports...))
+	section(7, append(appendU32(nil, uint32(n)), exports...))
 	if len(funcs) > 0 {
-		code := uleb(nil, uint32(len(funcs)))
+		code := appendU32(nil, uint32(len(funcs)))
 		for _, f := range funcs {
 			body := append(append([]byte{0x00}, f.body...), 0x0b) // no locals; end
-			code = append(uleb(code, uint32(len(body))), body...)
+			code = append(appendU32(code, uint32(len(body))), body...)
 		}
 		section(10, code)
 	}
 	return out
-}
-
-func uleb(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }
 
 // abiFuncs returns the exports of ABI.md, answering version for uastack_abi_version

@@ -166,8 +166,7 @@ func runtimeConfig(cfg *Config) (wazero.RuntimeConfig, wazero.CompilationCache, 
 		limit = DefaultMemoryLimit
 	}
 	pages := min((limit+pageSize-1)/pageSize, 1<<16)
-	// WithCloseOnContextDone is what stops a guest that never returns; RATIONALE.md
-	// has what it costs.
+	// The dialer chooses WithCloseOnContextDone: off for a metered module (meter.go).
 	rc := wazero.NewRuntimeConfig().
 		WithMemoryLimitPages(uint32(pages)).
 		WithCloseOnContextDone(true)
