@@ -102,7 +102,7 @@ func (e *Engine) addItemLocked(s *Subscription, r *ItemRecord, ef *EventFilter, 
 		it.events, it.push = newEventQueue(ef, r.QueueSize), false
 		e.addNotifierLocked(it)
 	} else {
-		it.queue = make([]codec.DataValue, r.QueueSize)
+		it.size = int(r.QueueSize) // the ring grows as values arrive
 	}
 	if it.push {
 		e.byNode[it.key] = append(e.byNode[it.key], it)
