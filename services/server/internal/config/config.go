@@ -152,6 +152,21 @@ type Limits struct {
 	// (Part 4 §5.5.2). Defaults 10s and 1h.
 	MinTokenLifetime time.Duration `koanf:"minTokenLifetime"`
 	MaxTokenLifetime time.Duration `koanf:"maxTokenLifetime"`
+
+	// Shares of the session table and the subscription engine (issue 18).
+	// UnactivatedSessionTimeout ends a session that is not activated this long
+	// after CreateSession, whatever its session timeout; a full table also gives
+	// up its oldest unactivated session before it refuses a new one
+	// (BadTooManySessions). 0 leaves such sessions to their session timeout.
+	// Default 10s.
+	UnactivatedSessionTimeout time.Duration `koanf:"unactivatedSessionTimeout"`
+	// OwnerShare is the largest part of maxSessionCount, maxSubscriptionCount and
+	// maxMonitoredItemCount that one owner may hold (BadTooManySessions,
+	// BadTooManySubscriptions, BadTooManyMonitoredItems beyond it), at least one
+	// of each. An owner is the client application of a signed channel (its
+	// certificate's ApplicationUri), otherwise the session, and before activation
+	// the channel. From above 0 to 1; 1 turns the shares off. Default 0.5.
+	OwnerShare float64 `koanf:"ownerShare"`
 }
 
 // OperationLimits are published in ServerCapabilities.OperationLimits
@@ -325,6 +340,8 @@ func Default() *Config {
 			MaxSessionTimeout:                time.Hour,
 			MinTokenLifetime:                 10 * time.Second,
 			MaxTokenLifetime:                 time.Hour,
+			UnactivatedSessionTimeout:        10 * time.Second,
+			OwnerShare:                       0.5,
 		},
 		Subscriptions: defaultSubscriptions(),
 		OperationLimits: OperationLimits{

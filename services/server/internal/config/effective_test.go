@@ -56,6 +56,9 @@ func TestEffectiveShowsEverySetting(t *testing.T) {
 		case time.Duration:
 			require.Equal(t, slog.KindDuration, v.Kind(), key)
 			require.Equal(t, want, v.Duration(), key)
+		case float64:
+			require.Equal(t, slog.KindFloat64, v.Kind(), key)
+			require.Equal(t, want, v.Float64(), key)
 		case []string:
 			require.Equal(t, want, v.Any(), key)
 		case []any:

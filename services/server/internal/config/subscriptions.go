@@ -31,6 +31,12 @@ type Subscriptions struct {
 	// RetransmissionQueueSize is how many unacknowledged NotificationMessages
 	// a subscription keeps for Republish; older ones are dropped. Default 20.
 	RetransmissionQueueSize int `koanf:"retransmissionQueueSize"`
+	// OrphanLifetime bounds how long a subscription outlives its session
+	// (ended without deleting it) waiting for TransferSubscriptions, whatever
+	// its lifetime count; one nobody may take over (an anonymous user without
+	// a verified application) is deleted with its session. 0 leaves orphans to
+	// their lifetime count. Default 5m.
+	OrphanLifetime time.Duration `koanf:"orphanLifetime"`
 }
 
 func defaultSubscriptions() Subscriptions {
@@ -45,6 +51,7 @@ func defaultSubscriptions() Subscriptions {
 		MaxSamplingInterval:        time.Hour,
 		MaxQueueSize:               1000,
 		RetransmissionQueueSize:    20,
+		OrphanLifetime:             5 * time.Minute,
 	}
 }
 
@@ -62,4 +69,5 @@ func (c *Config) validateSubscriptions(ps *problems) {
 	ps.notAbove("subscriptions.minSamplingInterval", s.MinSamplingInterval, "subscriptions.maxSamplingInterval", s.MaxSamplingInterval)
 	ps.uint32Range("subscriptions.maxQueueSize", s.MaxQueueSize, 1)
 	ps.atLeast("subscriptions.retransmissionQueueSize", s.RetransmissionQueueSize, 1)
+	ps.notNegative("subscriptions.orphanLifetime", s.OrphanLifetime)
 }

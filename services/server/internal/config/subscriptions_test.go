@@ -35,6 +35,8 @@ func TestSubscriptionsValidate(t *testing.T) {
 			"subscriptions.maxQueueSize: must be at least 1, got 0"},
 		{"retransmission", func(s *Subscriptions) { s.RetransmissionQueueSize = 0 },
 			"subscriptions.retransmissionQueueSize: must be at least 1, got 0"},
+		{"orphans", func(s *Subscriptions) { s.OrphanLifetime = -time.Second },
+			"subscriptions.orphanLifetime: must be 0 (off) or positive, got -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,6 +71,12 @@ func (ps *problems) positive(key string, d time.Duration) {
 	}
 }
 
+func (ps *problems) notNegative(key string, d time.Duration) {
+	if d < 0 {
+		ps.add(key, "must be 0 (off) or positive, got %s", d)
+	}
+}
+
 func (ps *problems) notAbove(minKey string, min time.Duration, maxKey string, max time.Duration) {
 	if min > 0 && max > 0 && min > max {
 		ps.add(minKey, "must not exceed %s (%s), got %s", maxKey, max, min)
@@ -140,6 +146,10 @@ func (c *Config) Validate() error {
 	ps.positive("limits.minTokenLifetime", l.MinTokenLifetime)
 	ps.positive("limits.maxTokenLifetime", l.MaxTokenLifetime)
 	ps.notAbove("limits.minTokenLifetime", l.MinTokenLifetime, "limits.maxTokenLifetime", l.MaxTokenLifetime)
+	ps.notNegative("limits.unactivatedSessionTimeout", l.UnactivatedSessionTimeout)
+	if !(l.OwnerShare > 0 && l.OwnerShare <= 1) {
+		ps.add("limits.ownerShare", "must be above 0 and at most 1 (no shares), got %v", l.OwnerShare)
+	}
 
 	// operationLimits
 	o := c.OperationLimits
@@ -372,6 +382,12 @@ func (c *Config) Warnings() []Warning {
 	}
 	if c.Limits.MaxMonitoredItemsPerSubscription == 0 {
 		warn("limits.maxMonitoredItemsPerSubscription", "0 is no limit: one subscription can hold every monitored item the server allows")
+	}
+	if c.Limits.UnactivatedSessionTimeout == 0 {
+		warn("limits.unactivatedSessionTimeout", "0 keeps a session nobody activates until its session timeout: one client can hold the session table with CreateSession alone")
+	}
+	if c.Limits.OwnerShare == 1 {
+		warn("limits.ownerShare", "1 is no per-owner share: one client can take every session, subscription and monitored item the server allows")
 	}
 	if c.Limits.MaxChannelCount < c.Limits.MaxSessionCount {
 		warn("limits.maxChannelCount", "%d is below limits.maxSessionCount (%d); each session needs its own channel", c.Limits.MaxChannelCount, c.Limits.MaxSessionCount)

@@ -26,6 +26,7 @@ import (
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/hosting"
+	"uastack.dev/services/server/internal/owner"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/routing"
 	"uastack.dev/services/server/internal/session"
@@ -158,7 +159,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		key:          key,
 		endpoints:    buildEndpoints(cfg, sec, cert.Raw),
 		tokens:       userTokenPolicies(cfg),
-		sessions:     session.New(cfg.Limits.MaxSessionCount, now),
+		sessions:     session.NewLimited(sessionLimits(cfg.Limits), now),
 		failedLogins: session.NewLockout(lo.MaxFailedAuthenticationAttempts, lo.FailedAuthenticationWindow, lo.FailedAuthenticationLockout, now),
 		startTime:    codec.DateTimeOf(now()),
 		events:       &events{now: now},
@@ -304,6 +305,9 @@ func (s *Server) buildSubscriptions() {
 		MaxSamplingInterval:              c.MaxSamplingInterval,
 		MaxQueueSize:                     uint32(c.MaxQueueSize),
 		RetransmissionQueueSize:          c.RetransmissionQueueSize,
+		MaxSubscriptionsPerOwner:         owner.Share(l.MaxSubscriptionCount, l.OwnerShare),
+		MaxMonitoredItemsPerOwner:        owner.Share(l.MaxMonitoredItemCount, l.OwnerShare),
+		OrphanLifetime:                   c.OrphanLifetime,
 	}, s.now, sampler{s})
 	s.space.OnChange(s.subs.Changed)
 	s.eventTypes = addrspace.NewEventTypes(s.space)
@@ -320,11 +324,22 @@ func (s *Server) buildSubscriptions() {
 	s.subs.Observe(s.routes.SubscriptionChanged)
 	s.sessions.Observe(s.diag.SessionChanged)
 	s.sessions.Observe(func(c *session.Change) {
-		if c.Kind == session.Ended {
+		switch {
+		case c.Kind == session.Activated && c.Session != nil:
+			// What the session creates counts in its owner's shares.
+			s.subs.SetSessionOwner(c.Record.SessionID, c.Session.Owner())
+		case c.Kind == session.Ended:
 			s.subs.SessionEnded(c.Record.SessionID, c.DeleteSubscriptions)
 			s.events.system("Session closed: " + c.Record.SessionID.String())
 		}
 	})
+}
+
+// sessionLimits are the session table's bounds of l: the table, one owner's share of it
+// and the time a session may stay unactivated.
+func sessionLimits(l config.Limits) session.Limits {
+	return session.Limits{MaxSessions: l.MaxSessionCount, MaxPerOwner: owner.Share(l.MaxSessionCount, l.OwnerShare),
+		UnactivatedTimeout: l.UnactivatedSessionTimeout}
 }
 
 // Endpoints returns the server's EndpointDescriptions. The caller must not modify them.

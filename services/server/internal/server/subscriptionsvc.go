@@ -16,7 +16,9 @@ import (
 
 // ownerKey names who may take a subscription over with TransferSubscriptions (Part 4
 // §5.13.7): the same user; for an anonymous user, the same client application (its
-// certificate's ApplicationUri) over a signed channel. "" is nobody.
+// certificate's ApplicationUri) over a signed channel. "" is nobody, and the engine
+// deletes such a subscription with its session. (Who holds a subscription's share of the
+// server is another matter: the session's owner.Owner, set on activation.)
 func ownerKey(p nodemgr.Principal, ch *uasc.ServerChannel) string {
 	switch {
 	case p.Anonymous:

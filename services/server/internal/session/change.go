@@ -117,12 +117,17 @@ func (t *Table) Apply(c *Change) error {
 		}
 		s = t.newSessionLocked(c.Record, nil)
 		t.byToken[key] = s
-		t.armLocked(t.now().Add(s.rec.Timeout))
+		t.holdLocked(s, ownerOf(s.rec.ChannelID, s.rec.Activated, s.cert, s.rec.SessionID))
+		t.armLocked(t.deadlineLocked(s))
 	case Activated:
 		if s == nil || s.rec.AuthenticationToken != c.Record.AuthenticationToken {
 			return fmt.Errorf("session: apply: %v activated while unknown: %w", c.Record.SessionID, status.BadSessionIdInvalid)
 		}
+		first := !s.rec.Activated && c.Record.Activated
 		s.setRecordLocked(c.Record)
+		if first {
+			t.activatedLocked(s)
+		}
 		s.epoch.Add(1)
 	case Ended:
 		if s == nil || s.rec.AuthenticationToken != c.Record.AuthenticationToken {

@@ -92,6 +92,8 @@ func TestReplay(t *testing.T) {
 	}
 	require.Equal(t, tab.Records(), fresh.Records())
 	require.Len(t, fresh.Records(), 3, "a, d and e remain")
+	require.Equal(t, shares(tab), shares(fresh), "the shares follow the stream")
+	require.Len(t, shares(fresh), 3)
 	require.Equal(t, len(stream), echoed)
 
 	// The replayed sessions serve: a's user moves it back to channel 1 on the fresh table.

@@ -24,9 +24,10 @@ func (t *Table) armLocked(deadline time.Time) {
 }
 
 // runSweep ends every session idle past its timeout (Part 4 §5.6.2: the server may
-// close a session the client has not used within its revised timeout) and re-arms for
-// the earliest remaining deadline. It costs one pass over the sessions per deadline
-// reached, not a periodic scan.
+// close a session the client has not used within its revised timeout) and every session
+// not activated within Limits.UnactivatedTimeout, and re-arms for the earliest remaining
+// deadline. It costs one pass over the sessions per deadline reached, not a periodic
+// scan.
 func (t *Table) runSweep() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -36,7 +37,7 @@ func (t *Table) runSweep() {
 	now := t.now()
 	var next time.Time
 	for _, s := range t.byToken {
-		deadline := s.LastSeen().Add(s.timeout)
+		deadline := t.deadlineLocked(s)
 		if !now.Before(deadline) {
 			t.endLocked(s, false)
 			continue

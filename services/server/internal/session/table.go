@@ -14,6 +14,7 @@ import (
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/owner"
 )
 
 // NonceLength is the length of the server nonces of CreateSession and ActivateSession
@@ -42,6 +43,13 @@ type Session struct {
 	epoch atomic.Uint64
 	// browse holds the continuation points of Browse, by their bytes.
 	browse map[string]*continuation
+
+	// owner is who holds the session's share of the table (owners.go); created is when
+	// the session was made, as a seen time. older and newer link the owner's sessions
+	// nobody has activated yet, in the order they were created.
+	owner        owner.Owner
+	created      int64
+	older, newer *Session
 }
 
 // LastSeen is when a request last named the session (ClientLastContactTime). It is safe
@@ -51,12 +59,18 @@ func (s *Session) LastSeen() time.Time { return s.t.base.Add(time.Duration(s.see
 // Table holds the sessions of a server by authentication token. It is safe for
 // concurrent use.
 type Table struct {
-	mu sync.Mutex // guards byToken, observers, the sweep's fields and every Session's fields
+	mu sync.Mutex // guards byToken, observers, the sweep's fields, the shares and every Session's fields
 	// byToken holds the sessions by the TokenKey of their authentication tokens.
 	byToken   map[uint64]*Session
 	max       int
 	now       func() time.Time
 	observers []func(*Change)
+
+	// The shares (owners.go): perOwner and unactivated are Limits.MaxPerOwner and
+	// Limits.UnactivatedTimeout; owners holds what each owner holds.
+	perOwner    int
+	unactivated time.Duration
+	owners      map[owner.Owner]*holding
 
 	// sweep ends idle sessions at their deadline (sweep.go): armed for sweepAt, no later
 	// than the earliest deadline; nil before the first session. stopped is set by Stop.
@@ -67,9 +81,16 @@ type Table struct {
 	base time.Time
 }
 
-// New returns a table of at most max sessions on the clock now.
+// New returns a table of at most max sessions on the clock now, without shares: as
+// NewLimited with Limits{MaxSessions: max}.
 func New(max int, now func() time.Time) *Table {
-	return &Table{byToken: make(map[uint64]*Session), max: max, now: now, base: now()}
+	return NewLimited(Limits{MaxSessions: max}, now)
+}
+
+// NewLimited returns a table bounded by l on the clock now.
+func NewLimited(l Limits, now func() time.Time) *Table {
+	return &Table{byToken: make(map[uint64]*Session), max: l.MaxSessions, now: now, base: now(),
+		perOwner: l.MaxPerOwner, unactivated: l.UnactivatedTimeout, owners: make(map[owner.Owner]*holding)}
 }
 
 // since is now as a seen time.
@@ -141,20 +162,27 @@ type Request struct {
 	MaxResponseMessageSize uint32
 	Timeout                time.Duration
 	ChannelID              uint32
-	// ClientCertificate is the channel's client certificate; nil for None.
+	// ClientCertificate is the channel's client certificate, validated when the channel
+	// opened; nil for None.
 	ClientCertificate *x509.Certificate
+	// Owner holds the session's share of the table; the zero Owner is the application of
+	// ClientCertificate when it names one, the channel otherwise (owners.go).
+	Owner owner.Owner
 }
 
 // Create adds a new, not yet activated session. It fails with BadTooManySessions when
-// the table is full (after ending expired sessions).
+// the owner holds its share of the table, or when the table is full of sessions that
+// are activated or within their timeout: a full table first gives up the oldest session
+// nobody has activated (admitLocked).
 func (t *Table) Create(r Request) (Record, status.Code) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.byToken) >= t.max {
-		t.expireLocked()
-		if len(t.byToken) >= t.max {
-			return Record{}, status.BadTooManySessions
-		}
+	o := r.Owner
+	if o.IsZero() {
+		o = ownerOf(r.ChannelID, false, r.ClientCertificate, codec.NodeId{})
+	}
+	if code := t.admitLocked(o); code != status.Good {
+		return Record{}, code
 	}
 	token, key := t.newTokenLocked()
 	now := t.now()
@@ -176,7 +204,8 @@ func (t *Table) Create(r Request) (Record, status.Code) {
 	}
 	s := t.newSessionLocked(rec, r.ClientCertificate)
 	t.byToken[key] = s
-	t.armLocked(now.Add(rec.Timeout))
+	t.holdLocked(s, o)
+	t.armLocked(t.deadlineLocked(s))
 	t.changedLocked(s, Created, 0, false)
 	return s.rec, status.Good
 }
@@ -186,7 +215,8 @@ func (t *Table) Create(r Request) (Record, status.Code) {
 func (t *Table) newSessionLocked(rec Record, cert *x509.Certificate) *Session {
 	s := &Session{t: t, cert: cert, timeout: rec.Timeout, browse: make(map[string]*continuation)}
 	s.setRecordLocked(rec)
-	s.seen.Store(t.since(t.now()))
+	s.created = t.since(t.now())
+	s.seen.Store(s.created)
 	return s
 }
 
@@ -236,7 +266,10 @@ func (t *Table) Activate(token codec.NodeId, channelID uint32, p nodemgr.Princip
 	if r.Activated && r.ChannelID != channelID && (r.Identity.Anonymous != p.Anonymous || r.Identity.UserName != p.UserName || r.Identity.Thumbprint != p.Thumbprint) {
 		return nil, status.BadIdentityChangeNotSupported
 	}
-	r.Activated = true
+	if !r.Activated {
+		r.Activated = true
+		t.activatedLocked(s)
+	}
 	r.ChannelID = channelID
 	r.Identity = p
 	r.SecurityPolicyURI, r.SecurityMode = a.SecurityPolicyURI, a.SecurityMode
@@ -262,7 +295,7 @@ func (t *Table) Abort(token codec.NodeId) {
 func (t *Table) endLocked(s *Session, deleteSubscriptions bool) {
 	t.deleteLocked(s)
 	why := Closed
-	if !t.now().Before(s.LastSeen().Add(s.timeout)) {
+	if !t.now().Before(t.deadlineLocked(s)) {
 		why = TimedOut
 	}
 	t.changedLocked(s, Ended, why, deleteSubscriptions)
@@ -272,13 +305,28 @@ func (t *Table) endLocked(s *Session, deleteSubscriptions bool) {
 func (t *Table) deleteLocked(s *Session) {
 	k, _ := TokenKey(s.rec.AuthenticationToken)
 	delete(t.byToken, k)
+	t.releaseLocked(s)
 	s.epoch.Add(1)
 }
 
+// deadlineLocked is when s ends unless a request names it first: its timeout after the
+// last request, and for a session not activated yet no later than
+// Limits.UnactivatedTimeout after its creation, which requests do not move.
+func (t *Table) deadlineLocked(s *Session) time.Time {
+	d := s.LastSeen().Add(s.timeout)
+	if !s.rec.Activated && t.unactivated > 0 {
+		if u := t.base.Add(time.Duration(s.created) + t.unactivated); u.Before(d) {
+			return u
+		}
+	}
+	return d
+}
+
+// expireLocked ends every session past its deadline.
 func (t *Table) expireLocked() {
 	now := t.now()
 	for _, s := range t.byToken {
-		if now.Sub(s.LastSeen()) > s.timeout {
+		if now.After(t.deadlineLocked(s)) {
 			t.endLocked(s, false)
 		}
 	}
@@ -296,7 +344,7 @@ func (t *Table) lookupAtLocked(token codec.NodeId, now time.Time) (*Session, sta
 	if s == nil {
 		return nil, status.BadSessionIdInvalid
 	}
-	if now.Sub(s.LastSeen()) > s.timeout {
+	if now.After(t.deadlineLocked(s)) {
 		t.endLocked(s, false)
 		return nil, status.BadSessionIdInvalid
 	}

@@ -8,6 +8,7 @@ import (
 
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/owner"
 )
 
 // ErrNotApplicable is the error of a Change that does not fit the engine's state: a
@@ -147,6 +148,8 @@ func (e *Engine) applyLocked(c *Change, filters []*EventFilter, now time.Time) (
 			}
 			s.session = dst
 			dst.subs = append(dst.subs, s)
+			e.unscheduleLocked(&s.orphan)
+			e.moveLocked(s, dst.share)
 		}
 		s.owner = c.Owner
 		s.life = s.lifetime
@@ -159,6 +162,7 @@ func (e *Engine) applyLocked(c *Change, filters []*EventFilter, now time.Time) (
 			ss.subs = slices.Delete(ss.subs, j, j+1)
 		}
 		s.session = nil
+		e.orphanLocked(s, now)
 		e.dropIfIdleLocked(ss)
 	case ChangeItemsCreated:
 		if len(c.Items) == 0 {
@@ -267,12 +271,19 @@ func (e *Engine) restoreLocked(c *Change, filters []*EventFilter, now time.Time)
 		}
 	}
 	s.timer = timer{index: -1, sub: s}
+	s.orphan = timer{index: -1, orphan: s}
+	var share owner.Owner // a detached subscription counts for nobody's share
 	if !r.Session.IsNull() {
 		ss := e.sessionLocked(r.Session)
 		s.session = ss
 		ss.subs = append(ss.subs, s)
+		share = ss.share
 	}
 	e.subs[s.id] = s
+	e.holdLocked(s, share)
+	if s.session == nil {
+		e.orphanLocked(s, now)
+	}
 	e.lastSub = s.id
 	e.counters.cumulatedSubscriptions++
 	e.scheduleLocked(&s.timer, now.Add(s.interval))

@@ -122,3 +122,91 @@ func BenchmarkTick(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed())/float64(b.N*n), "ns/message")
 	})
 }
+
+// BenchmarkQueue measures items whose queues hold several values: 1,000 pushed items of
+// QueueSize 16 each take 4 changes per publishing cycle, and one parked Publish per cycle
+// takes the 4,000 values out. Steady traffic must not make a queue grow and shrink every
+// cycle: allocs/op is the figure to keep at 0.
+func BenchmarkQueue(b *testing.B) {
+	const n, perCycle = 1000, 4
+	l := testLimits()
+	l.MaxMonitoredItemsPerSubscription, l.MaxMonitoredItems, l.MaxQueueSize = n, n, 16
+	r := newRig(&testing.T{}, l)
+	iv := 100 * time.Millisecond
+	sub, _, _ := r.e.Create(r.ses, "anonymous", Params{PublishingInterval: 100, MaxKeepAliveCount: 10, LifetimeCount: 30}, true)
+	reqs := make([]ItemRequest, n)
+	for i := range reqs {
+		reqs[i] = ItemRequest{Item: ua.ReadValueId{NodeId: node(uint32(i)), AttributeId: 13}, Mode: ua.MonitoringModeReporting,
+			ClientHandle: uint32(i), QueueSize: 16, Filter: DefaultFilter, Push: true}
+		r.vals[node(uint32(i))] = codec.DataValue{Value: codec.DoubleVariant(0)}
+	}
+	if _, code := r.e.CreateItems(r.ses, sub, ua.TimestampsToReturnBoth, reqs, make([]status.Code, n)); code != status.Good {
+		b.Fatal(code)
+	}
+	out := &encoder{}
+	acks := make([]ua.SubscriptionAcknowledgement, 1)
+	results := make([]status.Code, 1)
+	var seq uint32
+	var dv codec.DataValue
+	v := 0.0
+	cycle := func() {
+		for range perCycle {
+			v++
+			dv.Value = codec.DoubleVariant(v)
+			for i := range uint32(n) {
+				r.e.Changed(node(i), &dv)
+			}
+		}
+		var a []ua.SubscriptionAcknowledgement
+		if seq > 0 {
+			acks[0] = ua.SubscriptionAcknowledgement{SubscriptionId: sub, SequenceNumber: seq}
+			a = acks
+		}
+		r.e.Publish(r.ses, a, results[:len(a)], out, time.Time{})
+		r.advance(iv)
+		seq++
+	}
+	for range 10 { // warm the pools and the queues
+		cycle()
+	}
+	out.notes = 0
+	b.ReportAllocs()
+	for b.Loop() {
+		cycle()
+	}
+	if out.notes != b.N*n*perCycle {
+		b.Fatalf("%d notifications for %d cycles of %d", out.notes, b.N, n*perCycle)
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N*n*perCycle), "ns/value")
+}
+
+// BenchmarkCreateItems measures CreateMonitoredItems of 1,000 items of QueueSize 1,000
+// on nodes that have not changed yet, and their deletion. B/op is what the items cost
+// before any value arrives: what a client asks for, not what it uses.
+func BenchmarkCreateItems(b *testing.B) {
+	const n = 1000
+	l := testLimits()
+	l.MaxMonitoredItemsPerSubscription, l.MaxMonitoredItems, l.MaxQueueSize = n, n, 1000
+	r := newRig(&testing.T{}, l)
+	sub, _, _ := r.e.Create(r.ses, "anonymous", Params{PublishingInterval: 100, MaxKeepAliveCount: 10, LifetimeCount: 30}, true)
+	reqs := make([]ItemRequest, n)
+	for i := range reqs {
+		reqs[i] = ItemRequest{Item: ua.ReadValueId{NodeId: node(uint32(i)), AttributeId: 13}, Mode: ua.MonitoringModeReporting,
+			ClientHandle: uint32(i), QueueSize: 1000, Filter: DefaultFilter, Push: true}
+	}
+	pre := make([]status.Code, n)
+	ids := make([]uint32, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, code := r.e.CreateItems(r.ses, sub, ua.TimestampsToReturnBoth, reqs, pre)
+		if code != status.Good || res[n-1].StatusCode != status.Good {
+			b.Fatal(code, res[n-1].StatusCode)
+		}
+		for i := range res {
+			ids[i] = res[i].MonitoredItemId
+		}
+		if _, code := r.e.DeleteItems(r.ses, sub, ids); code != status.Good {
+			b.Fatal(code)
+		}
+	}
+}

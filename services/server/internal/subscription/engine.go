@@ -11,6 +11,7 @@ import (
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/owner"
 )
 
 // Limits bound what clients may ask for. Counts of 0 mean no limit where noted.
@@ -33,6 +34,15 @@ type Limits struct {
 	// RetransmissionQueueSize is how many unacknowledged NotificationMessages a
 	// subscription keeps for Republish; older ones are dropped.
 	RetransmissionQueueSize int
+
+	// The shares of one owner (SetSessionOwner), so that no one client takes the
+	// server-wide caps: its subscriptions (BadTooManySubscriptions beyond) and its
+	// monitored items (BadTooManyMonitoredItems beyond); 0 is no limit.
+	MaxSubscriptionsPerOwner  int
+	MaxMonitoredItemsPerOwner int
+	// OrphanLifetime bounds how long a subscription outlives its session waiting for
+	// TransferSubscriptions, whatever its lifetime count; 0 leaves it to its lifetime.
+	OrphanLifetime time.Duration
 }
 
 // Responder answers one Publish. Respond is called once, without the engine's lock, from
@@ -64,6 +74,8 @@ type Engine struct {
 	lastSub  uint32
 	lastItem uint32
 	items    int // monitored items in the server
+	// holdings are the owners' shares (shares.go).
+	holdings map[owner.Owner]*holding
 	cmp      comparer
 	batches  []*sampleBatch // free sample batches
 	out      []outgoing     // Step's responses; reused
@@ -98,6 +110,7 @@ func New(l Limits, now func() time.Time, sampler Sampler) *Engine {
 		sessions: make(map[codec.NodeId]*session),
 		subs:     make(map[uint32]*Subscription),
 		byNode:   make(map[codec.NodeId][]*item),
+		holdings: make(map[owner.Owner]*holding),
 		wake:     make(chan struct{}, 1),
 	}
 }
@@ -139,6 +152,8 @@ func (e *Engine) Step() (next time.Time, ok bool) {
 			t.due = nextDue(t.due, s.interval, now)
 			heap.Fix(&e.timers, 0)
 			out = e.tickLocked(s, now, out)
+		case t.orphan != nil:
+			e.expireOrphanLocked(t.orphan)
 		case t.item != nil:
 			it := t.item
 			if it.push {
@@ -210,13 +225,15 @@ func (e *Engine) unscheduleLocked(t *timer) {
 	}
 }
 
-// timer is an entry of the engine's heap: the publishing timer of a subscription or the
-// sampling timer of a sampled item.
+// timer is an entry of the engine's heap: the publishing timer of a subscription, the
+// sampling timer of a sampled item, or the end of a subscription left by its session
+// (orphan).
 type timer struct {
-	due   time.Time
-	index int // in the heap; -1 when not scheduled
-	sub   *Subscription
-	item  *item
+	due    time.Time
+	index  int // in the heap; -1 when not scheduled
+	sub    *Subscription
+	item   *item
+	orphan *Subscription
 }
 
 type timerHeap []*timer
@@ -313,10 +330,11 @@ func (e *Engine) offerLocked(it *item, dv *codec.DataValue) {
 	e.reportLocked(it)
 }
 
-// session is the per-session state: its subscriptions, its parked Publishes and the
-// StatusChangeNotifications waiting for one.
+// session is the per-session state: its subscriptions, its parked Publishes, the
+// StatusChangeNotifications waiting for one, and who holds the shares of what it creates.
 type session struct {
 	id       codec.NodeId
+	share    owner.Owner
 	subs     []*Subscription
 	queue    []parked
 	statuses []*ua.PublishResponse // StatusChange messages to deliver
@@ -333,7 +351,7 @@ type parked struct {
 func (e *Engine) sessionLocked(id codec.NodeId) *session {
 	ss := e.sessions[id]
 	if ss == nil {
-		ss = &session{id: id}
+		ss = &session{id: id, share: owner.OfSession(id)}
 		e.sessions[id] = ss
 	}
 	return ss

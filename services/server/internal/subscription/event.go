@@ -91,7 +91,8 @@ func (f *EventFilter) fields(ev *Event) []codec.Variant {
 }
 
 // eventQueue is the queue of an event item: at most size EventFieldLists, oldest
-// first; ovf is the index of the queued EventQueueOverflow event, -1 for none.
+// first; ovf is the index of the queued EventQueueOverflow event, -1 for none. q grows
+// by append as events arrive and is released once drained after a burst.
 type eventQueue struct {
 	filter *EventFilter
 	size   int
@@ -165,9 +166,9 @@ func (q *eventQueue) take(k int) {
 	}
 }
 
+// clear drops the queued events and releases the queue.
 func (q *eventQueue) clear() {
-	clear(q.q)
-	q.q = q.q[:0]
+	q.q = nil
 	q.ovf = -1
 }
 
@@ -265,5 +266,8 @@ func drainEventsLocked(it *item, m *message, limit int) {
 		k++
 	}
 	q.take(k)
+	if len(q.q) == 0 && cap(q.q) > queueRetain {
+		q.q = nil // the memory of a burst goes back, as for data items (item.dequeue)
+	}
 	it.n = len(q.q)
 }

@@ -65,10 +65,15 @@ type item struct {
 	sampling    bool  // a sample is in flight
 	initialDone bool  // the first value (initial sample or first push) arrived
 
-	// queue is a ring of len(queue) DataValues preallocated at the revised queue size;
-	// head is the oldest, n how many are queued.
+	// queue is a ring of the queued DataValues: head is the oldest, n how many are
+	// queued. It holds what is queued, not what was asked for (grow, release): it starts
+	// empty, doubles as values arrive up to size, the revised queue size, and is released
+	// once drained when it grew beyond queueRetain. large says it did, so that it
+	// restarts at queueRetain rather than at one value.
 	queue   []codec.DataValue
 	head, n int
+	size    int
+	large   bool
 
 	last    codec.DataValue // the last value that passed the filter
 	hasLast bool
@@ -86,50 +91,98 @@ func reviseQueue(q, limit uint32) uint32 {
 	return min(max(q, 1), limit)
 }
 
-// setQueue resizes the queue to n, keeping the newest values.
-func (it *item) setQueue(n uint32) {
-	if int(n) == len(it.queue) {
-		return
+// queueRetain is the most values a drained queue keeps room for: a queue that held
+// more is released once drained, so that the memory of a burst goes back, and regrows
+// from queueRetain when values come again. 16 DataValues are 1.4 KB.
+const queueRetain = 16
+
+// setQueue makes size the revised queue size, keeping the newest values that fit.
+func (it *item) setQueue(size uint32) {
+	it.size = int(size)
+	if len(it.queue) <= it.size {
+		return // it grows to the new size as values arrive
 	}
-	q := make([]codec.DataValue, n)
-	keep := min(it.n, int(n))
+	keep := min(it.n, it.size)
+	var q []codec.DataValue
+	if keep > 0 {
+		q = make([]codec.DataValue, keep)
+	}
 	for i := range keep {
 		q[i] = it.queue[(it.head+it.n-keep+i)%len(it.queue)]
 	}
 	it.queue, it.head, it.n = q, 0, keep
 }
 
-// enqueue adds dv to the queue (Part 4 §5.12.1.5): on a full queue of more than one
-// value, discardOldest drops the oldest and flags the new oldest with Overflow, otherwise
-// the newest is replaced and flagged. A queue of one always holds the newest value.
-func (it *item) enqueue(dv *codec.DataValue) {
-	size := len(it.queue)
+// grow doubles the ring, up to size, keeping the queued values in order.
+func (it *item) grow() {
+	c := 2 * len(it.queue)
 	switch {
-	case it.n < size:
-		it.queue[(it.head+it.n)%size] = *dv
+	case c > 0:
+	case it.large:
+		c = queueRetain
+	default:
+		c = 1
+	}
+	q := make([]codec.DataValue, min(c, it.size))
+	for i := range it.n {
+		q[i] = it.queue[(it.head+i)%len(it.queue)]
+	}
+	it.queue, it.head = q, 0
+	if len(q) > queueRetain {
+		it.large = true
+	}
+}
+
+// enqueue adds dv to the queue (Part 4 §5.12.1.5), growing it while it holds fewer than
+// size values: on a full queue of more than one value, discardOldest drops the oldest
+// and flags the new oldest with Overflow, otherwise the newest is replaced and flagged. A
+// queue of one always holds the newest value.
+func (it *item) enqueue(dv *codec.DataValue) {
+	switch {
+	case it.n < it.size:
+		if it.n == len(it.queue) {
+			it.grow()
+		}
+		it.queue[(it.head+it.n)%len(it.queue)] = *dv
 		it.n++
-	case size == 1:
+	case it.size == 1:
 		it.queue[it.head] = *dv
 	case it.discardOld:
+		// Full: len(it.queue) == it.size.
 		it.sub.counters.queueOverflows++
 		it.queue[it.head] = *dv // the oldest slot becomes the newest
-		it.head = (it.head + 1) % size
+		it.head = (it.head + 1) % len(it.queue)
 		it.queue[it.head].Status |= Overflow
 	default:
 		it.sub.counters.queueOverflows++
-		last := (it.head + it.n - 1) % size
+		last := (it.head + it.n - 1) % len(it.queue)
 		it.queue[last] = *dv
 		it.queue[last].Status |= Overflow
 	}
 }
 
-// clearQueue drops the queued values, releasing what they reference.
+// dequeue takes the oldest queued value; the queue must not be empty. A queue drained
+// by it that had grown beyond queueRetain is released.
+func (it *item) dequeue() codec.DataValue {
+	dv := it.queue[it.head]
+	it.queue[it.head] = codec.DataValue{} // drop what it references
+	it.head = (it.head + 1) % len(it.queue)
+	it.n--
+	if it.n == 0 {
+		it.head = 0
+		if len(it.queue) > queueRetain {
+			it.queue = nil
+		}
+	}
+	return dv
+}
+
+// clearQueue drops the queued values and releases the queue.
 func (it *item) clearQueue() {
 	if it.events != nil {
 		it.events.clear()
 	}
-	clear(it.queue)
-	it.head, it.n = 0, 0
+	it.queue, it.head, it.n = nil, 0, 0
 }
 
 // passes reports whether dv is a change the filter reports, compared with the last

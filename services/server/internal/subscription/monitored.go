@@ -31,9 +31,10 @@ func (e *Engine) reviseSampling(ms float64, s *Subscription, nodeMin float64) ti
 
 // CreateItems adds monitored items to a subscription (Part 4 §5.12.2). pre[i], when not
 // Good, is the result the server already found for reqs[i] (an unknown node, a filter it
-// refuses). Beyond MaxMonitoredItems or MaxMonitoredItemsPerSubscription an item gets
-// BadTooManyMonitoredItems. The service result is BadSubscriptionIdInvalid for a
-// subscription the session does not have.
+// refuses). Beyond MaxMonitoredItems, MaxMonitoredItemsPerSubscription or the share of
+// the subscription's owner (MaxMonitoredItemsPerOwner) an item gets
+// BadTooManyMonitoredItems (Part 4 §5.12.2.4). The service result is
+// BadSubscriptionIdInvalid for a subscription the session does not have.
 func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.TimestampsToReturn, reqs []ItemRequest, pre []status.Code) ([]ua.MonitoredItemCreateResult, status.Code) {
 	now := e.now()
 	e.mu.Lock()
@@ -51,7 +52,8 @@ func (e *Engine) CreateItems(sessionID codec.NodeId, subID uint32, ts ua.Timesta
 			continue
 		}
 		if (e.limits.MaxMonitoredItems > 0 && e.items >= e.limits.MaxMonitoredItems) ||
-			(e.limits.MaxMonitoredItemsPerSubscription > 0 && len(s.items) >= e.limits.MaxMonitoredItemsPerSubscription) {
+			(e.limits.MaxMonitoredItemsPerSubscription > 0 && len(s.items) >= e.limits.MaxMonitoredItemsPerSubscription) ||
+			(e.limits.MaxMonitoredItemsPerOwner > 0 && s.holding.items >= e.limits.MaxMonitoredItemsPerOwner) {
 			res[i].StatusCode = status.BadTooManyMonitoredItems
 			continue
 		}
@@ -98,11 +100,14 @@ func (e *Engine) addItemLocked(s *Subscription, r *ItemRecord, ef *EventFilter, 
 	it.timer = timer{index: -1, item: it}
 	s.items[it.id] = it
 	e.items++
+	if s.holding != nil {
+		s.holding.items++
+	}
 	if ef != nil {
 		it.events, it.push = newEventQueue(ef, r.QueueSize), false
 		e.addNotifierLocked(it)
 	} else {
-		it.queue = make([]codec.DataValue, r.QueueSize)
+		it.size = int(r.QueueSize) // the ring grows as values arrive
 	}
 	if it.push {
 		e.byNode[it.key] = append(e.byNode[it.key], it)
@@ -245,6 +250,9 @@ func (e *Engine) removeItemLocked(it *item) {
 	s.undirty(it)
 	delete(s.items, it.id)
 	e.items--
+	if s.holding != nil {
+		s.holding.items--
+	}
 	it.sub = nil
 	it.clearQueue()
 }

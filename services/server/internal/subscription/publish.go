@@ -240,11 +240,7 @@ func (e *Engine) buildLocked(s *Subscription, now time.Time) *message {
 			drainEventsLocked(it, m, limit)
 		}
 		for it.events == nil && it.n > 0 && (limit == 0 || len(m.items)+len(m.events) < limit) {
-			dv := &it.queue[it.head]
-			m.items = append(m.items, ua.MonitoredItemNotification{ClientHandle: it.handle, Value: *dv})
-			*dv = codec.DataValue{}
-			it.head = (it.head + 1) % len(it.queue)
-			it.n--
+			m.items = append(m.items, ua.MonitoredItemNotification{ClientHandle: it.handle, Value: it.dequeue()})
 		}
 		if it.n > 0 {
 			break

@@ -122,7 +122,7 @@ func (s *Subscription) settings() Settings {
 func (it *item) record() ItemRecord {
 	r := ItemRecord{
 		ID: it.id, ClientHandle: it.handle, Item: it.rv, Mode: it.mode, SamplingInterval: it.interval,
-		QueueSize: uint32(len(it.queue)), DiscardOldest: it.discardOld, Timestamps: it.ts, Filter: it.filter,
+		QueueSize: uint32(it.size), DiscardOldest: it.discardOld, Timestamps: it.ts, Filter: it.filter,
 		Push: it.push, MinSamplingInterval: it.nodeMin,
 	}
 	if len(it.triggers) > 0 {

@@ -39,6 +39,10 @@ type Subscription struct {
 	lateSince   time.Time
 	seq         uint32 // the next sequence number
 	timer       timer
+	// orphan ends the subscription Limits.OrphanLifetime after its session left it.
+	orphan timer
+	// holding is the share of its owner it counts in, with its items (shares.go).
+	holding *holding
 
 	items map[uint32]*item
 	dirty []*item // items with values to report, in the order they got them
@@ -112,8 +116,9 @@ func (e *Engine) revise(p Params) (time.Duration, uint32, uint32, uint32) {
 	return iv, keep, life, notif
 }
 
-// Create adds a subscription to session sessionID for owner (Part 4 §5.13.2). It fails
-// with BadTooManySubscriptions when the server or the session holds its maximum.
+// Create adds a subscription to session sessionID for owner (Part 4 §5.13.2), the key of
+// who may transfer it. It fails with BadTooManySubscriptions when the server, the
+// session or the session's owner (SetSessionOwner) holds its maximum.
 func (e *Engine) Create(sessionID codec.NodeId, owner string, p Params, enabled bool) (uint32, Revised, status.Code) {
 	iv, keep, life, notif := e.revise(p)
 	now := e.now()
@@ -121,7 +126,8 @@ func (e *Engine) Create(sessionID codec.NodeId, owner string, p Params, enabled 
 	defer e.mu.Unlock()
 	ss := e.sessionLocked(sessionID)
 	if len(e.subs) >= e.limits.MaxSubscriptions ||
-		(e.limits.MaxSubscriptionsPerSession > 0 && len(ss.subs) >= e.limits.MaxSubscriptionsPerSession) {
+		(e.limits.MaxSubscriptionsPerSession > 0 && len(ss.subs) >= e.limits.MaxSubscriptionsPerSession) ||
+		(e.limits.MaxSubscriptionsPerOwner > 0 && e.holdings[ss.share] != nil && e.holdings[ss.share].subs >= e.limits.MaxSubscriptionsPerOwner) {
 		return 0, Revised{}, status.BadTooManySubscriptions
 	}
 	e.lastSub++
@@ -134,7 +140,9 @@ func (e *Engine) Create(sessionID codec.NodeId, owner string, p Params, enabled 
 		keepAlive: keep, life: life, seq: 1, items: make(map[uint32]*item),
 	}
 	s.timer = timer{index: -1, sub: s}
+	s.orphan = timer{index: -1, orphan: s}
 	e.subs[s.id] = s
+	e.holdLocked(s, ss.share)
 	e.counters.cumulatedSubscriptions++
 	ss.subs = append(ss.subs, s)
 	e.scheduleLocked(&s.timer, now.Add(iv))
@@ -249,9 +257,11 @@ func (e *Engine) endLocked(s *Subscription, why status.Code) {
 // deleteLocked removes s, its timer and its items.
 func (e *Engine) deleteLocked(s *Subscription) {
 	e.unscheduleLocked(&s.timer)
+	e.unscheduleLocked(&s.orphan)
 	for _, it := range s.items {
 		e.removeItemLocked(it)
 	}
+	e.unholdLocked(s)
 	s.dirty = nil
 	if ss := s.session; ss != nil {
 		if i := slices.Index(ss.subs, s); i >= 0 {
@@ -267,9 +277,11 @@ func (e *Engine) deleteLocked(s *Subscription) {
 
 // SessionEnded is told that a session ended (the server's session table calls it with
 // its own lock held, so it does not block). Its subscriptions are deleted when
-// deleteSubscriptions, otherwise they live on until their lifetime ends or another
-// session takes them over (Part 4 §5.13.7). Parked Publishes get BadSessionClosed.
+// deleteSubscriptions, otherwise they live on until another session takes them over
+// (Part 4 §5.13.7), their lifetime ends or Limits.OrphanLifetime passes; those nobody may
+// take over (owner "") are deleted at once. Parked Publishes get BadSessionClosed.
 func (e *Engine) SessionEnded(sessionID codec.NodeId, deleteSubscriptions bool) {
+	now := e.now()
 	e.mu.Lock()
 	ss := e.sessions[sessionID]
 	if ss == nil {
@@ -282,10 +294,7 @@ func (e *Engine) SessionEnded(sessionID codec.NodeId, deleteSubscriptions bool) 
 			e.endLocked(s, status.BadSessionClosed)
 			continue
 		}
-		s.session = nil
-		if len(e.observers) > 0 {
-			e.notifyLocked(Change{Kind: ChangeDetached, Subscription: s.id})
-		}
+		e.detachLocked(s, now)
 	}
 	ss.subs = nil
 	var out []outgoing
@@ -331,6 +340,8 @@ func (e *Engine) Transfer(to codec.NodeId, owner string, ids []uint32, sendIniti
 			}
 			s.session = dst
 			dst.subs = append(dst.subs, s)
+			e.unscheduleLocked(&s.orphan)
+			e.moveLocked(s, dst.share)
 			s.counters.transferredSameClient++
 			if len(e.observers) > 0 {
 				e.notifyLocked(Change{Kind: ChangeTransferred, Subscription: s.id, Session: dst.id, Owner: s.owner})
