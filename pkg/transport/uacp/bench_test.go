@@ -131,3 +131,44 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
 }
+
+// BenchmarkReadChunkSmallTCP reads pipelined 200-byte chunks, as a server channel does
+// (LendChunks), that a writer sends over loopback TCP 32 at a time: the read path of
+// small requests, where most chunks are already in the read-ahead buffer and the last
+// one of each read is cut.
+func BenchmarkReadChunkSmallTCP(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	chunk := msgChunk(TypeMessage, ChunkFinal, 200-HeaderSize)
+	batch := bytes.Repeat(chunk, 32)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		w := newConn(nc, true, nil, 0, time.Minute)
+		w.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+		for w.WriteChunks(batch) == nil {
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := newConn(nc, true, new(Pool), 0, 0)
+	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.LendChunks()
+	defer c.Close()
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ch, err := c.ReadChunk()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ch.Release()
+	}
+}
