@@ -71,6 +71,12 @@ func (ps *problems) positive(key string, d time.Duration) {
 	}
 }
 
+func (ps *problems) notNegative(key string, d time.Duration) {
+	if d < 0 {
+		ps.add(key, "must be 0 (no bound) or positive, got %s", d)
+	}
+}
+
 func (ps *problems) notAbove(minKey string, min time.Duration, maxKey string, max time.Duration) {
 	if min > 0 && max > 0 && min > max {
 		ps.add(minKey, "must not exceed %s (%s), got %s", maxKey, max, min)
@@ -140,6 +146,16 @@ func (c *Config) Validate() error {
 	ps.positive("limits.minTokenLifetime", l.MinTokenLifetime)
 	ps.positive("limits.maxTokenLifetime", l.MaxTokenLifetime)
 	ps.notAbove("limits.minTokenLifetime", l.MinTokenLifetime, "limits.maxTokenLifetime", l.MaxTokenLifetime)
+	// transport deadlines and the reassembly budget
+	ps.positive("limits.handshakeTimeout", l.HandshakeTimeout)
+	ps.notNegative("limits.chunkTimeout", l.ChunkTimeout)
+	ps.notNegative("limits.assemblyTimeout", l.AssemblyTimeout)
+	ps.notNegative("limits.writeTimeout", l.WriteTimeout)
+	ps.atLeast("limits.maxRetainedBytes", l.MaxRetainedBytes, MinBufferSize)
+	ps.atLeast("limits.maxRetainedBytesPerChannel", l.MaxRetainedBytesPerChannel, MinBufferSize)
+	if l.MaxRetainedBytesPerChannel > l.MaxRetainedBytes && l.MaxRetainedBytes >= MinBufferSize {
+		ps.add("limits.maxRetainedBytesPerChannel", "must not exceed limits.maxRetainedBytes (%d), got %d", l.MaxRetainedBytes, l.MaxRetainedBytesPerChannel)
+	}
 
 	// operationLimits
 	o := c.OperationLimits
@@ -372,6 +388,14 @@ func (c *Config) Warnings() []Warning {
 	}
 	if c.Limits.MaxMonitoredItemsPerSubscription == 0 {
 		warn("limits.maxMonitoredItemsPerSubscription", "0 is no limit: one subscription can hold every monitored item the server allows")
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"limits.chunkTimeout", c.Limits.ChunkTimeout}, {"limits.assemblyTimeout", c.Limits.AssemblyTimeout}, {"limits.writeTimeout", c.Limits.WriteTimeout}} {
+		if d.v == 0 {
+			warn(d.key, "0 is no bound: a client that stops halfway, or stops reading, holds its connection's memory and goroutine for ever")
+		}
 	}
 	if c.Limits.MaxChannelCount < c.Limits.MaxSessionCount {
 		warn("limits.maxChannelCount", "%d is below limits.maxSessionCount (%d); each session needs its own channel", c.Limits.MaxChannelCount, c.Limits.MaxSessionCount)
