@@ -27,6 +27,7 @@ func BenchmarkReadChunk64K(b *testing.B) {
 	nc := &loopConn{data: bytes.Repeat(chunk, 4)}
 	c := newConn(nc, true, new(Pool), 0, 0)
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.in.chunkTimeout = DefaultChunkTimeout // as a server's
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,6 +64,7 @@ func BenchmarkReadChunk64KTCP(b *testing.B) {
 	}
 	c := newConn(nc, false, new(Pool), 0, 0)
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.in.chunkTimeout = DefaultChunkTimeout // as a server's
 	defer c.Close()
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
@@ -77,7 +79,7 @@ func BenchmarkReadChunk64KTCP(b *testing.B) {
 
 func BenchmarkWriteChunks(b *testing.B) {
 	chunk := msgChunk(TypeMessage, ChunkFinal, 1000)
-	c := newConn(&discardConn{}, true, nil, 0, 0)
+	c := newConn(&discardConn{}, true, nil, 0, DefaultWriteTimeout) // as a server's
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
 	b.SetBytes(int64(3 * len(chunk)))
 	b.ReportAllocs()
@@ -160,6 +162,7 @@ func BenchmarkReadChunkSmallTCP(b *testing.B) {
 	}
 	c := newConn(nc, true, new(Pool), 0, 0)
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.in.chunkTimeout = DefaultChunkTimeout // as a server's
 	c.LendChunks()
 	defer c.Close()
 	b.SetBytes(int64(len(chunk)))

@@ -87,11 +87,12 @@ func (sc *ServerChannel) ClientCertificate() *x509.Certificate { return sc.remot
 // ServerConfig.OpenTimeout; every failure of a security check is answered with an ERR
 // message carrying its status before c is closed, and returned. A message of several
 // chunks must be whole within ServerConfig.AssemblyTimeout of its first, and hold no more
-// than ServerConfig.MaxRetainedPerChannel; a deadline that passes is an ERR BadTimeout, and
-// a write that times out ends the channel with BadTimeout. A channel whose newest token is 25% past its lifetime without a renewal is
-// closed with BadSecureChannelTokenUnknown (Part 4 §5.5.2.1). A CloseSecureChannel ends it
-// with a nil error. c is closed on return; then the channel's handler, if it is a
-// ChannelEnder, learns the error.
+// than ServerConfig.MaxRetainedPerChannel; a deadline that passes is an ERR BadTimeout,
+// and a write that times out ends the channel with BadTimeout. A channel whose newest
+// token is 25% past its lifetime without a renewal is closed with
+// BadSecureChannelTokenUnknown (Part 4 §5.5.2.1). A CloseSecureChannel ends it with a nil
+// error. c is closed on return; then the channel's handler, if it is a ChannelEnder,
+// learns the error.
 func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
 	var openBy time.Time // the deadline of the first OPN
 	if s.cfg.OpenTimeout > 0 {
@@ -182,7 +183,7 @@ func (e *readError) Unwrap() error { return e.err }
 func (sc *ServerChannel) serve(ctx context.Context, openBy time.Time) error {
 	ch, err := sc.conn.ReadChunkBefore(openBy)
 	if err != nil {
-		if statusOf(err) == status.BadTimeout && !openBy.IsZero() {
+		if statusOf(err) == status.BadTimeout && !openBy.IsZero() && !time.Now().Before(openBy) {
 			err = fmt.Errorf("uasc: no OpenSecureChannel within %v: %w", sc.srv.cfg.OpenTimeout, err)
 		}
 		return &readError{err}
