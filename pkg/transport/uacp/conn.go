@@ -55,10 +55,10 @@ type ServerConfig struct {
 	// closes the connection with BadTimeout. A connection idle between chunks is not
 	// affected. Zero means DefaultChunkTimeout, negative no bound.
 	ChunkTimeout time.Duration
-	// WriteTimeout bounds how long a write waits while the peer takes none of it; expiry
-	// closes the connection. A peer that takes some in each period may take as long as
-	// it needs. A write may wait up to half as long again (see Conn.WriteChunks). Zero
-	// means DefaultWriteTimeout, negative no bound.
+	// WriteTimeout bounds how long a write waits while the peer takes none of it (at most
+	// twice as long; see Conn.WriteChunks); expiry closes the connection. A peer that
+	// takes some in each period may take as long as it needs. Zero means
+	// DefaultWriteTimeout, negative no bound.
 	WriteTimeout time.Duration
 	// Pool supplies receive buffers; nil means DefaultPool.
 	Pool *Pool
@@ -102,10 +102,10 @@ type Conn struct {
 	// in is what r reads from: nc, noting when each read returned data.
 	in stampedReader
 
-	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs, wdl
+	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs, wArmed
 	wscratch [][]byte
 	wbufs    net.Buffers
-	wdl      time.Time // the write deadline set on nc (armWrite)
+	wArmed   bool // a write deadline was set (armWrite)
 
 	closed atomic.Bool // set before nc is closed; checked before each write
 	// ending is set by SendError before it waits for a write in progress: that write
@@ -396,9 +396,10 @@ func (c *Conn) ReadChunk() (Chunk, error) { return c.ReadChunkBefore(time.Time{}
 // bounds the arrival of its first OpenSecureChannel, and the rest of a message it is
 // reassembling, with it.
 //
-// The deadlines cost no system call while the chunk is in the read-ahead buffer already
-// or arrives in one read: the connection's read deadline is set only before a read that
-// may wait, and only when it differs from the one set.
+// The deadlines cost no timer operation while the chunk is in the read-ahead buffer
+// already or arrives in one read, and about one per chunk timeout while chunks are cut
+// across reads: the connection's read deadline is set only before a read that may wait,
+// and only when the one set is later than the chunk's.
 func (c *Conn) ReadChunkBefore(deadline time.Time) (Chunk, error) {
 	if c.readTimeout > 0 {
 		if dl := time.Now().Add(c.readTimeout); deadline.IsZero() || dl.Before(deadline) {
@@ -481,18 +482,17 @@ func (c *Conn) readFull(p []byte) error {
 }
 
 // stampedReader reads from nc and keeps the time of the last read that returned data, and
-// whether that read filled the room it was given. It sets nc's read deadline for the chunk
-// being read (begin) before each read that may wait. On a connection with a descriptor it
-// can also read without waiting (ReadArrived).
+// whether that read filled the room it was given. It bounds each read that may wait by the
+// deadline of the chunk being read (begin, wait). On a connection with a descriptor it can
+// also read without waiting (ReadArrived).
 type stampedReader struct {
 	nc   net.Conn
 	at   time.Time
 	full bool
 	// The deadlines of the chunk being read: limit is the caller's (zero: none), and once
 	// the chunk has begun (its first byte arrived at start) it must be whole within
-	// chunkTimeout (0: no bound). armed is the read deadline set on nc: a read that may
-	// wait sets it only when it must differ, so a connection whose chunks each arrive in
-	// one read, or are buffered already, sets none.
+	// chunkTimeout (0: no bound). armed is the read deadline set on nc (zero: none); it
+	// is never later than the chunk's, and may be earlier (see wait).
 	limit        time.Time
 	chunkTimeout time.Duration
 	started      bool
@@ -527,10 +527,39 @@ func (r *stampedReader) deadline() time.Time {
 	return dl
 }
 
-// chunkExpired reports whether the deadline that expired was the chunk timeout's rather
-// than the limit's.
+// chunkExpired reports whether the chunk's deadline is the chunk timeout's rather than
+// the limit's.
 func (r *stampedReader) chunkExpired() bool {
-	return r.started && r.chunkTimeout > 0 && r.armed.Equal(r.start.Add(r.chunkTimeout))
+	return r.started && r.chunkTimeout > 0 && r.deadline().Equal(r.start.Add(r.chunkTimeout))
+}
+
+// wait reads from nc, which may wait, by the chunk's deadline. Setting a deadline is a
+// timer operation, so the one set is left in place while it is not later than the
+// chunk's: a deadline of an earlier chunk, or none needed at all between chunks. When
+// such a deadline passes early, the chunk's own is set and the read goes on. A connection
+// whose chunks arrive whole sets no deadline; one whose chunks are cut across reads sets
+// one about once per chunk timeout, not once per chunk.
+func (r *stampedReader) wait(p []byte) (int, error) {
+	dl := r.deadline()
+	if !dl.IsZero() && (r.armed.IsZero() || dl.Before(r.armed)) {
+		r.arm(dl)
+	}
+	for {
+		n, err := r.nc.Read(p)
+		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if !dl.IsZero() && !time.Now().Before(dl) {
+			return n, err // the chunk's own deadline
+		}
+		r.arm(dl)
+	}
+}
+
+// arm sets nc's read deadline to dl (zero: none).
+func (r *stampedReader) arm(dl time.Time) {
+	_ = r.nc.SetReadDeadline(dl)
+	r.armed = dl
 }
 
 // errWouldBlock is what a read that must not wait returns when nothing has arrived.
@@ -554,11 +583,7 @@ func (r *stampedReader) Read(p []byte) (int, error) {
 			r.err, err = err, errWouldBlock
 		}
 	} else {
-		if dl := r.deadline(); !dl.Equal(r.armed) {
-			_ = r.nc.SetReadDeadline(dl)
-			r.armed = dl
-		}
-		n, err = r.nc.Read(p)
+		n, err = r.wait(p)
 	}
 	r.full = n == len(p)
 	if n > 0 {
@@ -631,11 +656,12 @@ func (c *Conn) readPeerError(h Header) error {
 // for the write itself, so build chunks before calling. A failed write closes the
 // connection, since part of a chunk may have gone out.
 //
-// With a write timeout, a write waits at most that long (and at most half as long again:
-// the deadline is renewed only once less than the timeout is left, so that a busy
-// connection renews it once per half period, not once per write) while the peer takes
-// none of it; expiry gives BadTimeout. A peer that took some of it before the deadline
-// gets another period.
+// With a write timeout, a write ends with BadTimeout once the peer has taken none of it
+// for at least the timeout and at most twice as long; a peer that takes some in each
+// period may take as long as it needs. The deadline is not renewed per write, which
+// would cost a clock reading and a timer operation each: the one set stays until it
+// passes, and a write it cuts short that had not waited a whole period for nothing gets
+// another.
 func (c *Conn) WriteChunks(bufs ...[]byte) error {
 	for _, b := range bufs {
 		if err := c.checkChunks(b); err != nil {
@@ -664,11 +690,15 @@ func (c *Conn) WriteChunks(bufs ...[]byte) error {
 	return nil
 }
 
-// writeLocked writes b, or bufs when b is nil, under wmu. A write whose deadline passed
-// after the peer took some of it goes on with a new one: the peer reads, if slowly.
+// writeLocked writes b, or bufs when b is nil, under wmu, by the write timeout (see
+// WriteChunks).
 func (c *Conn) writeLocked(b []byte, bufs *net.Buffers) error {
-	for {
+	fresh := false // whether this write set the deadline: a whole period was left
+	if c.writeTimeout > 0 && !c.wArmed {
 		c.armWrite()
+		fresh = true
+	}
+	for {
 		var n int64
 		var err error
 		if bufs == nil {
@@ -678,26 +708,23 @@ func (c *Conn) writeLocked(b []byte, bufs *net.Buffers) error {
 		} else {
 			n, err = bufs.WriteTo(c.nc) // takes what was written off bufs
 		}
-		if err == nil || n == 0 || c.ending.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		if err == nil || c.writeTimeout == 0 || c.ending.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
-		c.wdl = time.Time{}
+		if n == 0 && fresh {
+			return err // a whole period, and the peer took nothing
+		}
+		// The deadline was set before this write began, or the peer took some of it:
+		// another period.
+		c.armWrite()
+		fresh = true
 	}
 }
 
-// armWrite sets the write deadline, under wmu, when the one set leaves less than the
-// write timeout: to now plus one and a half timeouts. A connection that is ending keeps
-// the deadline SendError gave it.
+// armWrite sets the write deadline a write timeout from now, under wmu.
 func (c *Conn) armWrite() {
-	if c.writeTimeout == 0 || c.ending.Load() {
-		return
-	}
-	now := time.Now()
-	if c.wdl.Sub(now) >= c.writeTimeout {
-		return
-	}
-	c.wdl = now.Add(c.writeTimeout + c.writeTimeout/2)
-	_ = c.nc.SetWriteDeadline(c.wdl)
+	c.wArmed = true
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 }
 
 // checkChunks checks that b is whole chunks back to back, none over the send buffer size.

@@ -133,8 +133,9 @@ func (d *deadlineCounter) SetReadDeadline(t time.Time) error {
 
 // TestChunkTimeoutCostsNoCallWhileChunksComeWhole checks the cost of the chunk timeout:
 // no read deadline is set while chunks arrive whole in each read (here 50 chunks in one
-// write), and a chunk cut across two reads sets it once, cleared by the next wait between
-// chunks.
+// write); the first chunk cut across two reads sets it once, and neither the waits
+// between chunks nor later cut chunks set it again: the deadline left in place is
+// earlier than theirs, or not needed.
 func TestChunkTimeoutCostsNoCallWhileChunksComeWhole(t *testing.T) {
 	t.Parallel()
 	var counter *deadlineCounter
@@ -153,24 +154,48 @@ func TestChunkTimeoutCostsNoCallWhileChunksComeWhole(t *testing.T) {
 	}
 	require.Zero(t, counter.sets.Load())
 
-	_, err = nc.Write(chunk[:30])
-	require.NoError(t, err)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		_, _ = nc.Write(chunk[30:])
-	}()
-	ch, err := c.ReadChunk()
-	require.NoError(t, err)
-	require.Equal(t, chunk, ch.Bytes)
-	require.EqualValues(t, 1, counter.sets.Load(), "the deadline of the chunk that was cut")
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		_, _ = nc.Write(chunk)
-	}()
-	ch, err = c.ReadChunk()
-	require.NoError(t, err)
-	require.Equal(t, chunk, ch.Bytes)
-	require.EqualValues(t, 2, counter.sets.Load(), "cleared before the wait for the next chunk")
+	for i := range 3 {
+		_, err = nc.Write(chunk[:30])
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_, _ = nc.Write(chunk[30:])
+		}()
+		ch, err := c.ReadChunk()
+		require.NoError(t, err)
+		require.Equal(t, chunk, ch.Bytes)
+		require.EqualValues(t, 1, counter.sets.Load(), "cut chunk %d", i)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_, _ = nc.Write(chunk)
+		}()
+		ch, err = c.ReadChunk()
+		require.NoError(t, err)
+		require.Equal(t, chunk, ch.Bytes)
+		require.EqualValues(t, 1, counter.sets.Load(), "after the wait for whole chunk %d", i)
+	}
+}
+
+// TestEarlierDeadlineLeftInPlace has a chunk cut across reads with a 200 ms chunk
+// timeout, then waits 400 ms before the next chunk, cut as well: the deadline left from
+// the first passes during the wait, is set again, and neither the wait nor the second
+// chunk fails.
+func TestEarlierDeadlineLeftInPlace(t *testing.T) {
+	t.Parallel()
+	c, nc := acceptedPairWith(t, ServerConfig{ChunkTimeout: 200 * time.Millisecond}, nil)
+	chunk := msgChunk(TypeMessage, ChunkFinal, 60)
+	for i := range 2 {
+		go func() {
+			time.Sleep(time.Duration(i) * 400 * time.Millisecond)
+			_, _ = nc.Write(chunk[:30])
+			time.Sleep(50 * time.Millisecond)
+			_, _ = nc.Write(chunk[30:])
+		}()
+		ch, err := c.ReadChunk()
+		require.NoError(t, err, "chunk %d", i)
+		require.Equal(t, chunk, ch.Bytes)
+		ch.Release()
+	}
 }
 
 // smallBuffers bounds the kernel's buffers of a TCP connection (loopback's grow to
@@ -187,8 +212,7 @@ func smallBuffers(t *testing.T, nc net.Conn) {
 // TestWriteTimeout writes to a peer that reads slowly, then to one that stopped reading,
 // through a server Conn with a 200 ms write timeout. The slow reader takes one write of
 // 4 MiB that lasts several timeouts, since it takes some in each; for the stopped one a
-// write ends with BadTimeout within two periods of one and a half timeouts (the bytes
-// the socket still took count as progress once), and the connection is closed.
+// write ends with BadTimeout after one to two timeouts, and the connection is closed.
 func TestWriteTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = 200 * time.Millisecond
@@ -237,7 +261,7 @@ func TestWriteTimeout(t *testing.T) {
 	require.ErrorIs(t, err, status.BadTimeout)
 	waited := time.Since(last)
 	require.GreaterOrEqual(t, waited, timeout)
-	require.Less(t, waited, 2*(timeout*3/2)+time.Second)
+	require.Less(t, waited, 2*timeout+time.Second)
 	require.ErrorIs(t, c.WriteChunks(chunk), status.BadConnectionClosed)
 }
 

@@ -162,7 +162,7 @@ type Limits struct {
 	// connection idle between messages is not affected. AssemblyTimeout
 	// bounds a request of several chunks from its first chunk to its last.
 	// WriteTimeout bounds how long a write to a client waits while the client
-	// takes none of it (up to half as long again). Each ends the connection
+	// takes none of it (up to twice as long). Each ends the connection
 	// with Bad_Timeout; 0 is no bound (logged as a warning). Defaults 30s, 1m
 	// and 30s.
 	ChunkTimeout    time.Duration `koanf:"chunkTimeout"`
