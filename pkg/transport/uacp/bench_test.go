@@ -27,6 +27,7 @@ func BenchmarkReadChunk64K(b *testing.B) {
 	nc := &loopConn{data: bytes.Repeat(chunk, 4)}
 	c := newConn(nc, true, new(Pool), 0, 0)
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.in.chunkTimeout = DefaultChunkTimeout // as a server's
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,6 +64,7 @@ func BenchmarkReadChunk64KTCP(b *testing.B) {
 	}
 	c := newConn(nc, false, new(Pool), 0, 0)
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.in.chunkTimeout = DefaultChunkTimeout // as a server's
 	defer c.Close()
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
@@ -77,7 +79,7 @@ func BenchmarkReadChunk64KTCP(b *testing.B) {
 
 func BenchmarkWriteChunks(b *testing.B) {
 	chunk := msgChunk(TypeMessage, ChunkFinal, 1000)
-	c := newConn(&discardConn{}, true, nil, 0, 0)
+	c := newConn(&discardConn{}, true, nil, 0, DefaultWriteTimeout) // as a server's
 	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
 	b.SetBytes(int64(3 * len(chunk)))
 	b.ReportAllocs()
@@ -130,4 +132,46 @@ func itoa(n int) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// BenchmarkReadChunkSmallTCP reads pipelined 200-byte chunks, as a server channel does
+// (LendChunks), that a writer sends over loopback TCP 32 at a time: the read path of
+// small requests, where most chunks are already in the read-ahead buffer and the last
+// one of each read is cut.
+func BenchmarkReadChunkSmallTCP(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	chunk := msgChunk(TypeMessage, ChunkFinal, 200-HeaderSize)
+	batch := bytes.Repeat(chunk, 32)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		w := newConn(nc, true, nil, 0, time.Minute)
+		w.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+		for w.WriteChunks(batch) == nil {
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := newConn(nc, true, new(Pool), 0, 0)
+	c.neg = Negotiated{ReceiveBufferSize: 65536, SendBufferSize: 65536}
+	c.in.chunkTimeout = DefaultChunkTimeout // as a server's
+	c.LendChunks()
+	defer c.Close()
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ch, err := c.ReadChunk()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ch.Release()
+	}
 }

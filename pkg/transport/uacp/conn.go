@@ -20,6 +20,12 @@ const (
 	// DefaultHandshakeTimeout bounds the wait for the first message; Part 6 §7.1.3 asks for a
 	// configurable period of at most two minutes.
 	DefaultHandshakeTimeout = 30 * time.Second
+	// DefaultChunkTimeout bounds the reading of one chunk on a server, from its first byte:
+	// a 64 KiB chunk needs about 20 kbit/s to make it.
+	DefaultChunkTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds how long a server's write waits for a peer that takes
+	// none of it.
+	DefaultWriteTimeout = 30 * time.Second
 	// errorWriteTimeout bounds writing an ERR message before closing.
 	errorWriteTimeout = time.Second
 	// lingerTimeout bounds how long SendError and Refuse wait for the peer to close after
@@ -42,9 +48,17 @@ type ServerConfig struct {
 	ValidateEndpoint func(endpointURL string) error
 	// HelloTimeout bounds the wait for the Hello; zero means DefaultHandshakeTimeout.
 	HelloTimeout time.Duration
-	// ReadTimeout, if positive, bounds each ReadChunk; expiry closes the connection with
-	// BadTimeout. WriteTimeout, if positive, bounds each write.
-	ReadTimeout  time.Duration
+	// ReadTimeout, if positive, bounds each ReadChunk, waiting for the chunk included;
+	// expiry closes the connection with BadTimeout.
+	ReadTimeout time.Duration
+	// ChunkTimeout bounds the reading of one chunk once its first byte has arrived; expiry
+	// closes the connection with BadTimeout. A connection idle between chunks is not
+	// affected. Zero means DefaultChunkTimeout, negative no bound.
+	ChunkTimeout time.Duration
+	// WriteTimeout bounds how long a write waits while the peer takes none of it (at most
+	// twice as long; see Conn.WriteChunks); expiry closes the connection. A peer that
+	// takes some in each period may take as long as it needs. Zero means
+	// DefaultWriteTimeout, negative no bound.
 	WriteTimeout time.Duration
 	// Pool supplies receive buffers; nil means DefaultPool.
 	Pool *Pool
@@ -59,8 +73,10 @@ type ClientConfig struct {
 	// HandshakeTimeout bounds the wait for the Acknowledge; zero means
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// ReadTimeout and WriteTimeout are as in ServerConfig.
+	// ReadTimeout, ChunkTimeout and WriteTimeout are as in ServerConfig, except that zero
+	// means no bound.
 	ReadTimeout  time.Duration
+	ChunkTimeout time.Duration
 	WriteTimeout time.Duration
 	// Pool supplies receive buffers; nil means DefaultPool.
 	Pool *Pool
@@ -76,7 +92,7 @@ type Conn struct {
 	neg          Negotiated
 	pool         *Pool
 	readTimeout  time.Duration
-	writeTimeout time.Duration
+	writeTimeout time.Duration    // 0: none
 	hdr          [HeaderSize]byte // read side only
 	lend         bool             // LendChunks
 	// r reads ahead of ReadChunk, so that one system call brings several small chunks
@@ -86,11 +102,15 @@ type Conn struct {
 	// in is what r reads from: nc, noting when each read returned data.
 	in stampedReader
 
-	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs
+	wmu      sync.Mutex // guards writes to nc, wscratch, wbufs, wArmed
 	wscratch [][]byte
 	wbufs    net.Buffers
+	wArmed   bool // a write deadline was set (armWrite)
 
-	closed    atomic.Bool // set before nc is closed; checked before each write
+	closed atomic.Bool // set before nc is closed; checked before each write
+	// ending is set by SendError before it waits for a write in progress: that write
+	// then stops at its deadline, even if the peer is still taking bytes.
+	ending    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -99,7 +119,18 @@ func newConn(nc net.Conn, server bool, pool *Pool, rt, wt time.Duration) *Conn {
 	if pool == nil {
 		pool = DefaultPool
 	}
-	return &Conn{nc: nc, server: server, pool: pool, readTimeout: rt, writeTimeout: wt}
+	return &Conn{nc: nc, server: server, pool: pool, readTimeout: rt, writeTimeout: max(wt, 0)}
+}
+
+// orDefault returns d for zero, 0 (no bound) for a negative t, else t.
+func orDefault(t, d time.Duration) time.Duration {
+	switch {
+	case t == 0:
+		return d
+	case t < 0:
+		return 0
+	}
+	return t
 }
 
 // Negotiated returns the outcome of the handshake.
@@ -131,7 +162,8 @@ func (c *Conn) Close() error {
 // BadTcpNotEnoughResources, and silence BadTimeout. The returned error carries that status.
 // Accept owns nc from the start: on failure nc is closed.
 func Accept(ctx context.Context, nc net.Conn, cfg ServerConfig) (*Conn, error) {
-	c := newConn(nc, true, cfg.Pool, cfg.ReadTimeout, cfg.WriteTimeout)
+	c := newConn(nc, true, cfg.Pool, cfg.ReadTimeout, orDefault(cfg.WriteTimeout, DefaultWriteTimeout))
+	c.in.chunkTimeout = orDefault(cfg.ChunkTimeout, DefaultChunkTimeout)
 	lim, err := cfg.Limits.withDefaults()
 	if err != nil {
 		return nil, c.fail(fmt.Errorf("%w: %w", err, status.BadTcpInternalError))
@@ -175,6 +207,7 @@ func Accept(ctx context.Context, nc net.Conn, cfg ServerConfig) (*Conn, error) {
 // on failure nc is closed.
 func Dial(ctx context.Context, nc net.Conn, cfg ClientConfig) (*Conn, error) {
 	c := newConn(nc, false, cfg.Pool, cfg.ReadTimeout, cfg.WriteTimeout)
+	c.in.chunkTimeout = max(cfg.ChunkTimeout, 0)
 	lim, err := cfg.Limits.withDefaults()
 	if err != nil {
 		return nil, c.fail(fmt.Errorf("%w: %w", err, status.BadTcpInternalError))
@@ -347,22 +380,40 @@ func (ch *Chunk) ReleaseZeroed() {
 // header: the type must be MSG (chunk type C, F or A), OPN or CLO (chunk type F), else
 // BadTcpMessageTypeInvalid; the size must hold a SecureChannelId (else BadDecodingError) and
 // fit the negotiated ReceiveBufferSize (else BadTcpMessageTooLarge). An ERR from the peer is
-// returned as an *Error. Expiry of the read timeout gives BadTimeout, a clean end of stream
-// BadConnectionClosed (with io.EOF in the chain), a stream cut mid-chunk BadDecodingError.
+// returned as an *Error. Expiry of the read timeout or of the chunk timeout (counted from
+// the chunk's first byte) gives BadTimeout, a clean end of stream BadConnectionClosed (with
+// io.EOF in the chain), a stream cut mid-chunk BadDecodingError.
 //
 // Every error is final: the connection is closed, and on the server side an ERR message with
 // the error's status is sent first (except when the peer closed, or sent ERR itself). The
 // returned Chunk is owned by the caller until Release. ReadChunk does not allocate when it
 // succeeds and the pool is warm.
-func (c *Conn) ReadChunk() (Chunk, error) {
+func (c *Conn) ReadChunk() (Chunk, error) { return c.ReadChunkBefore(time.Time{}) }
+
+// ReadChunkBefore is ReadChunk for a chunk that must be read whole by deadline, whether
+// it has begun to arrive or not; zero means no deadline of the caller's. Expiry gives
+// BadTimeout, as the connection's own timeouts do, and is as final. A secure channel
+// bounds the arrival of its first OpenSecureChannel, and the rest of a message it is
+// reassembling, with it.
+//
+// The deadlines cost no timer operation while the chunk is in the read-ahead buffer
+// already or arrives in one read, and about one per chunk timeout while chunks are cut
+// across reads: the connection's read deadline is set only before a read that may wait,
+// and only when the one set is later than the chunk's.
+func (c *Conn) ReadChunkBefore(deadline time.Time) (Chunk, error) {
 	if c.readTimeout > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.readTimeout))
+		if dl := time.Now().Add(c.readTimeout); deadline.IsZero() || dl.Before(deadline) {
+			deadline = dl
+		}
 	}
 	if c.r == nil {
 		c.in.nc = c.nc
 		c.in.readNow = readNowFunc(c.nc)
 		c.r = bufio.NewReaderSize(&c.in, readAhead)
 	}
+	// Bytes in the read-ahead buffer are the start of this chunk: it began with the read
+	// that brought them.
+	c.in.begin(deadline, c.r.Buffered() > 0)
 	// A Conn that lends peeks at the header: a chunk the read-ahead holds whole is then
 	// consumed with it, in place.
 	if c.lend {
@@ -371,11 +422,11 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 			if len(p) > 0 && err == io.EOF {
 				err = io.ErrUnexpectedEOF // as io.ReadFull reports a cut header
 			}
-			return Chunk{}, c.fail(readError("reading chunk header", err))
+			return Chunk{}, c.fail(c.readFailed("reading chunk header", err))
 		}
 		copy(c.hdr[:], p)
 	} else if err := c.readFull(c.hdr[:]); err != nil {
-		return Chunk{}, c.fail(readError("reading chunk header", err))
+		return Chunk{}, c.fail(c.readFailed("reading chunk header", err))
 	}
 	h, _ := ParseHeader(c.hdr[:])
 	whole := c.lend && h.Type != TypeError && h.Size >= HeaderSize && int(h.Size) <= c.r.Buffered()
@@ -405,7 +456,7 @@ func (c *Conn) ReadChunk() (Chunk, error) {
 	copy(b, c.hdr[:])
 	if err := c.readFull(b[HeaderSize:]); err != nil {
 		c.pool.Put(b)
-		return Chunk{}, c.fail(readError("reading chunk body", truncated(err)))
+		return Chunk{}, c.fail(c.readFailed("reading chunk body", truncated(err)))
 	}
 	return Chunk{Header: h, Bytes: b, Received: c.in.at, pool: c.pool}, nil
 }
@@ -431,18 +482,84 @@ func (c *Conn) readFull(p []byte) error {
 }
 
 // stampedReader reads from nc and keeps the time of the last read that returned data, and
-// whether that read filled the room it was given. On a connection with a descriptor it
-// can also read without waiting (ReadArrived).
+// whether that read filled the room it was given. It bounds each read that may wait by the
+// deadline of the chunk being read (begin, wait). On a connection with a descriptor it can
+// also read without waiting (ReadArrived).
 type stampedReader struct {
 	nc   net.Conn
 	at   time.Time
 	full bool
+	// The deadlines of the chunk being read: limit is the caller's (zero: none), and once
+	// the chunk has begun (its first byte arrived at start) it must be whole within
+	// chunkTimeout (0: no bound). armed is the read deadline set on nc (zero: none); it
+	// is never later than the chunk's, and may be earlier (see wait).
+	limit        time.Time
+	chunkTimeout time.Duration
+	started      bool
+	start        time.Time
+	armed        time.Time
 	// now is set while a read must not wait: Read then reads with readNow, returns
 	// errWouldBlock when nothing has arrived, and keeps any other error in err for the next
 	// Read. readNow is nil on a connection that cannot be read without waiting.
 	now     bool
 	err     error
 	readNow func(p []byte) (int, error)
+}
+
+// begin starts the reading of a chunk that must be whole by limit (zero: none); started
+// says that its first bytes are buffered already, brought by the last read.
+func (r *stampedReader) begin(limit time.Time, started bool) {
+	r.limit, r.started = limit, started
+	if started {
+		r.start = r.at
+	}
+}
+
+// deadline returns the read deadline of the chunk being read: the earlier of the limit
+// and, once it has begun, its start plus chunkTimeout; zero for none.
+func (r *stampedReader) deadline() time.Time {
+	dl := r.limit
+	if r.started && r.chunkTimeout > 0 {
+		if cd := r.start.Add(r.chunkTimeout); dl.IsZero() || cd.Before(dl) {
+			dl = cd
+		}
+	}
+	return dl
+}
+
+// chunkExpired reports whether the chunk's deadline is the chunk timeout's rather than
+// the limit's.
+func (r *stampedReader) chunkExpired() bool {
+	return r.started && r.chunkTimeout > 0 && r.deadline().Equal(r.start.Add(r.chunkTimeout))
+}
+
+// wait reads from nc, which may wait, by the chunk's deadline. Setting a deadline is a
+// timer operation, so the one set is left in place while it is not later than the
+// chunk's: a deadline of an earlier chunk, or none needed at all between chunks. When
+// such a deadline passes early, the chunk's own is set and the read goes on. A connection
+// whose chunks arrive whole sets no deadline; one whose chunks are cut across reads sets
+// one about once per chunk timeout, not once per chunk.
+func (r *stampedReader) wait(p []byte) (int, error) {
+	dl := r.deadline()
+	if !dl.IsZero() && (r.armed.IsZero() || dl.Before(r.armed)) {
+		r.arm(dl)
+	}
+	for {
+		n, err := r.nc.Read(p)
+		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if !dl.IsZero() && !time.Now().Before(dl) {
+			return n, err // the chunk's own deadline
+		}
+		r.arm(dl)
+	}
+}
+
+// arm sets nc's read deadline to dl (zero: none).
+func (r *stampedReader) arm(dl time.Time) {
+	_ = r.nc.SetReadDeadline(dl)
+	r.armed = dl
 }
 
 // errWouldBlock is what a read that must not wait returns when nothing has arrived.
@@ -466,11 +583,14 @@ func (r *stampedReader) Read(p []byte) (int, error) {
 			r.err, err = err, errWouldBlock
 		}
 	} else {
-		n, err = r.nc.Read(p)
+		n, err = r.wait(p)
 	}
 	r.full = n == len(p)
 	if n > 0 {
 		r.at = time.Now()
+		if !r.started {
+			r.started, r.start = true, r.at
+		}
 	}
 	return n, err
 }
@@ -519,7 +639,7 @@ func (c *Conn) readPeerError(h Header) error {
 	b := make([]byte, h.Size)
 	copy(b, c.hdr[:])
 	if _, err := io.ReadFull(c.r, b[HeaderSize:]); err != nil {
-		return readError("reading ERR", truncated(err))
+		return c.readFailed("reading ERR", truncated(err))
 	}
 	m, err := DecodeMessage(b)
 	if err != nil {
@@ -535,6 +655,13 @@ func (c *Conn) readPeerError(h Header) error {
 // reused or released once WriteChunks returns. Writers are serialized by a mutex held only
 // for the write itself, so build chunks before calling. A failed write closes the
 // connection, since part of a chunk may have gone out.
+//
+// With a write timeout, a write ends with BadTimeout once the peer has taken none of it
+// for at least the timeout and at most twice as long; a peer that takes some in each
+// period may take as long as it needs. The deadline is not renewed per write, which
+// would cost a clock reading and a timer operation each: the one set stays until it
+// passes, and a write it cuts short that had not waited a whole period for nothing gets
+// another.
 func (c *Conn) WriteChunks(bufs ...[]byte) error {
 	for _, b := range bufs {
 		if err := c.checkChunks(b); err != nil {
@@ -546,16 +673,13 @@ func (c *Conn) WriteChunks(bufs ...[]byte) error {
 		c.wmu.Unlock()
 		return errClosed
 	}
-	if c.writeTimeout > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
-	}
 	var err error
 	if len(bufs) == 1 {
-		_, err = c.nc.Write(bufs[0])
+		err = c.writeLocked(bufs[0], nil)
 	} else {
 		c.wscratch = append(c.wscratch[:0], bufs...)
 		c.wbufs = c.wscratch
-		_, err = c.wbufs.WriteTo(c.nc)
+		err = c.writeLocked(nil, &c.wbufs)
 		clear(c.wscratch)
 	}
 	c.wmu.Unlock()
@@ -564,6 +688,43 @@ func (c *Conn) WriteChunks(bufs ...[]byte) error {
 		return readError("writing chunks", err)
 	}
 	return nil
+}
+
+// writeLocked writes b, or bufs when b is nil, under wmu, by the write timeout (see
+// WriteChunks).
+func (c *Conn) writeLocked(b []byte, bufs *net.Buffers) error {
+	fresh := false // whether this write set the deadline: a whole period was left
+	if c.writeTimeout > 0 && !c.wArmed {
+		c.armWrite()
+		fresh = true
+	}
+	for {
+		var n int64
+		var err error
+		if bufs == nil {
+			var k int
+			k, err = c.nc.Write(b)
+			b, n = b[k:], int64(k)
+		} else {
+			n, err = bufs.WriteTo(c.nc) // takes what was written off bufs
+		}
+		if err == nil || c.writeTimeout == 0 || c.ending.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if n == 0 && fresh {
+			return err // a whole period, and the peer took nothing
+		}
+		// The deadline was set before this write began, or the peer took some of it:
+		// another period.
+		c.armWrite()
+		fresh = true
+	}
+}
+
+// armWrite sets the write deadline a write timeout from now, under wmu.
+func (c *Conn) armWrite() {
+	c.wArmed = true
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 }
 
 // checkChunks checks that b is whole chunks back to back, none over the send buffer size.
@@ -602,9 +763,13 @@ func (c *Conn) writeRaw(b []byte) error {
 // closes the connection gracefully (Part 6 §7.1.5): it half-closes, then waits briefly for
 // the peer to close so that unread input does not turn the close into a reset. It is for the
 // server side; a client ends a connection with CloseSecureChannel instead. It returns the
-// error of the write, if any; the connection is closed either way.
+// error of the write, if any; the connection is closed either way. A write in progress
+// gets the ERR's own deadline (errorWriteTimeout) and ends at it, so SendError does not
+// wait on a peer that does not read; the ERR is then lost with the connection.
 func (c *Conn) SendError(code status.Code, reason string) error {
 	msg := errorMessage(code, reason)
+	c.ending.Store(true)
+	_ = c.nc.SetWriteDeadline(time.Now().Add(errorWriteTimeout))
 	c.wmu.Lock()
 	var err error
 	if c.closed.Load() {
@@ -687,6 +852,19 @@ func truncated(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// readFailed wraps an error of the read side as readError does and, for an expired
+// deadline, says which one expired.
+func (c *Conn) readFailed(what string, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if c.in.chunkExpired() {
+			what = fmt.Sprintf("%s: chunk not whole %v after its first byte", what, c.in.chunkTimeout)
+		} else {
+			what += ": deadline passed"
+		}
+	}
+	return readError(what, err)
 }
 
 // readError wraps an I/O error with the status it means.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -91,18 +92,43 @@ func FuzzDecodeHello(f *testing.F) {
 }
 
 // splitConn is a net.Conn whose reads return the stream in pieces whose sizes come from the
-// fuzz input. Writes are recorded; deadlines are ignored.
+// fuzz input. Writes are recorded; the read deadline is recorded, and a split of
+// splitTimeout stands for a read whose deadline passes, when one is set.
 type splitConn struct {
 	stream []byte
 	splits []byte
 	out    bytes.Buffer
 	closed bool
+	// read is the number of bytes read so far, readDeadline the read deadline last set,
+	// deadlineSets how often it was set, and timeouts how many reads timed out.
+	read         int
+	readDeadline time.Time
+	deadlineSets int
+	timeouts     int
+	// beforeRead, when set, is called before each read that may wait.
+	beforeRead func()
 }
+
+// splitTimeout is the split that stands for a read whose deadline passes.
+const splitTimeout = 0xfe
 
 func (c *splitConn) Read(p []byte) (int, error) {
 	if c.closed {
 		return 0, net.ErrClosed
 	}
+	if c.beforeRead != nil {
+		c.beforeRead()
+	}
+	if len(c.splits) > 0 && c.splits[0] == splitTimeout && !c.readDeadline.IsZero() {
+		c.splits = c.splits[1:]
+		c.timeouts++
+		return 0, os.ErrDeadlineExceeded
+	}
+	return c.take(p)
+}
+
+// take reads the next piece of the stream.
+func (c *splitConn) take(p []byte) (int, error) {
 	if len(c.stream) == 0 {
 		return 0, io.EOF
 	}
@@ -113,6 +139,7 @@ func (c *splitConn) Read(p []byte) (int, error) {
 	}
 	n = copy(p, c.stream[:min(n, len(c.stream))])
 	c.stream = c.stream[n:]
+	c.read += n
 	return n, nil
 }
 
@@ -122,7 +149,10 @@ func (c *splitConn) readNow(p []byte) (int, error) {
 		c.splits = c.splits[1:]
 		return 0, errWouldBlock
 	}
-	return c.Read(p)
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	return c.take(p)
 }
 
 func (c *splitConn) Write(p []byte) (int, error) {
@@ -131,11 +161,15 @@ func (c *splitConn) Write(p []byte) (int, error) {
 	}
 	return c.out.Write(p)
 }
-func (c *splitConn) Close() error                     { c.closed = true; return nil }
-func (c *splitConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
-func (c *splitConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
-func (c *splitConn) SetDeadline(time.Time) error      { return nil }
-func (c *splitConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *splitConn) Close() error                { c.closed = true; return nil }
+func (c *splitConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
+func (c *splitConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
+func (c *splitConn) SetDeadline(time.Time) error { return nil }
+func (c *splitConn) SetReadDeadline(t time.Time) error {
+	c.readDeadline = t
+	c.deadlineSets++
+	return nil
+}
 func (c *splitConn) SetWriteDeadline(time.Time) error { return nil }
 
 func chunkSeed(parts ...[]byte) []byte {
@@ -167,21 +201,53 @@ func FuzzReadChunks(f *testing.F) {
 	}
 	f.Add([]byte{}, chunkSeed(burst...), true)
 	f.Add([]byte{0x7f, 0x90, 0x7f}, chunkSeed(burst...), true)
+	// Chunks cut across reads, and deadlines that pass: in the middle of a chunk, and
+	// before one has begun (the caller's, in every fourth read). With an odd last split
+	// the chunk timeout has passed whenever it is looked at; with an even one it has not,
+	// and a deadline that passes is an earlier chunk's, set again.
+	f.Add([]byte{9, 200, 50, 3, 0x7f, 0xff, 0x7f}, chunkSeed(msgChunk(TypeMessage, ChunkIntermediate, 300), msgChunk(TypeMessage, ChunkFinal, 600), msgChunk(TypeMessage, ChunkFinal, 40)), true)
+	f.Add([]byte{9, 200, 50, 3, 0x7f, 0xff, 0x7f, 2}, chunkSeed(msgChunk(TypeMessage, ChunkIntermediate, 300), msgChunk(TypeMessage, ChunkFinal, 600), msgChunk(TypeMessage, ChunkFinal, 40)), true)
+	f.Add([]byte{20, 5, splitTimeout, 3}, chunkSeed(msgChunk(TypeMessage, ChunkFinal, 100)), true)
+	f.Add([]byte{20, 5, splitTimeout, 7, splitTimeout, splitTimeout, 0}, chunkSeed(msgChunk(TypeMessage, ChunkFinal, 100), msgChunk(TypeMessage, ChunkFinal, 100)), true)
+	f.Add([]byte{0x7f, 0x7f, splitTimeout, 1}, chunkSeed(burst...), false)
+	f.Add([]byte{4, splitTimeout, 0x7f, 5}, (&Error{Code: status.BadTimeout, Reason: "late"}).Append(nil), true)
 	f.Fuzz(func(t *testing.T, splits, stream []byte, server bool) {
 		nc := &splitConn{stream: stream, splits: splits}
 		c := newConn(nc, server, nil, 0, 0)
 		c.neg = Negotiated{ReceiveBufferSize: 8192, SendBufferSize: 8192}
+		c.in.chunkTimeout = time.Minute
+		if len(splits) > 0 && splits[len(splits)-1]&1 == 1 {
+			c.in.chunkTimeout = time.Nanosecond
+		}
 		if server {
 			c.LendChunks() // as a server channel reads: chunks held whole come in place
 			c.in.readNow = nc.readNow
 		}
 		off := 0 // where the next chunk starts in stream
-		for range 1000 {
-			ch, err := c.ReadChunk()
+		var limit time.Time
+		// A read that may wait has a deadline when a chunk has begun (its first bytes were
+		// read) or the caller gave one, and never a later one than the caller's. (Between
+		// chunks it may have one of an earlier chunk's.)
+		nc.beforeRead = func() {
+			if begun := nc.read > off; (begun || !limit.IsZero()) && nc.readDeadline.IsZero() {
+				t.Fatalf("read at %d, chunk from %d: no deadline", nc.read, off)
+			}
+			if !limit.IsZero() && nc.readDeadline.After(limit) {
+				t.Fatalf("read at %d: deadline %v after the limit %v", nc.read, nc.readDeadline, limit)
+			}
+		}
+		for i := range 1000 {
+			limit = time.Time{}
+			if i%4 == 3 {
+				limit = time.Now().Add(time.Hour)
+			}
+			sets, timeouts := nc.deadlineSets, nc.timeouts
+			ch, err := c.ReadChunkBefore(limit)
 			if err != nil {
 				var peer *Error
 				switch code := StatusOf(err); {
 				case errors.As(err, &peer):
+				case code == status.BadTimeout && !nc.readDeadline.IsZero():
 				case code == status.BadConnectionClosed || code == status.BadDecodingError ||
 					code == status.BadTcpMessageTypeInvalid || code == status.BadTcpMessageTooLarge:
 				default:
@@ -204,6 +270,11 @@ func FuzzReadChunks(f *testing.F) {
 			}
 			if !bytes.Equal(ch.Bytes, stream[off:off+len(ch.Bytes)]) {
 				t.Fatalf("chunk at %d is not the bytes sent", off)
+			}
+			// At most the caller's deadline and the chunk's, and once more after each
+			// deadline that passed early.
+			if n := nc.deadlineSets - sets - (nc.timeouts - timeouts); n > 2 {
+				t.Fatalf("chunk at %d set the read deadline %d times", off, n)
 			}
 			off += len(ch.Bytes)
 			switch {

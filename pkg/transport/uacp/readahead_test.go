@@ -46,6 +46,13 @@ func TestChunkBuffered(t *testing.T) {
 // raw client end; both are closed when the test ends.
 func acceptedPair(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
+	return acceptedPairWith(t, ServerConfig{}, nil)
+}
+
+// acceptedPairWith is acceptedPair with the server's config, and its net.Conn passed
+// through wrap when wrap is not nil.
+func acceptedPairWith(t *testing.T, cfg ServerConfig, wrap func(net.Conn) net.Conn) (*Conn, net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -56,7 +63,10 @@ func acceptedPair(t *testing.T) (*Conn, net.Conn) {
 			close(accepted)
 			return
 		}
-		c, err := Accept(context.Background(), nc, ServerConfig{})
+		if wrap != nil {
+			nc = wrap(nc)
+		}
+		c, err := Accept(context.Background(), nc, cfg)
 		if err != nil {
 			close(accepted)
 			return

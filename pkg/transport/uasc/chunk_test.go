@@ -51,7 +51,7 @@ func TestAsymmetricHeaderWire(t *testing.T) {
 // TestSymmetricChunkWire checks an unsecured MSG chunk against annotated bytes (Part 6
 // §6.7.2.2) and reads it back.
 func TestSymmetricChunkWire(t *testing.T) {
-	c := noneChannel(nil, 0, 0)
+	c := noneChannel(nil, 0, 0, 0)
 	c.neg.SendBufferSize = 8192
 	wire := []byte{
 		'M', 'S', 'G', 'C', // MessageType, ChunkType intermediate

@@ -51,6 +51,23 @@ type ServerConfig struct {
 	// Budget bounds the bytes held in partly reassembled messages by all channels of the
 	// Server; nil means a Budget of DefaultBudget bytes.
 	Budget *Budget
+	// MaxRetainedPerChannel bounds the bytes one channel holds in a partly reassembled
+	// message, its share of the Budget, so that a few channels that never finish their
+	// messages cannot take it all; beyond it the channel ends with
+	// BadTcpNotEnoughResources. Serve offers clients no larger MaxMessageSize (Part 6
+	// §7.1.2.4), so a client that keeps to it never meets the bound. Zero means
+	// DefaultMaxRetainedPerChannel.
+	MaxRetainedPerChannel int
+	// OpenTimeout bounds the time from ServeConn's start (right after the Acknowledge, in
+	// Serve) until the first OpenSecureChannel request has been read whole; expiry ends
+	// the connection with an ERR BadTimeout. Zero means DefaultOpenTimeout, negative no
+	// bound. The Hello before it is bounded by UACP.HelloTimeout.
+	OpenTimeout time.Duration
+	// AssemblyTimeout bounds the time from a message's first chunk until its last, when
+	// it has several; expiry ends the channel with an ERR BadTimeout and frees what it
+	// held of the Budget. Zero means DefaultAssemblyTimeout, negative no bound. A channel
+	// idle between messages is not affected.
+	AssemblyTimeout time.Duration
 	// MaxSendBacklog bounds the bytes of responses a channel holds while its peer does
 	// not read them; beyond it the channel is closed (BadTcpNotEnoughResources). Zero
 	// means twice the peer's MaxMessageSize, at least 1 MiB.
@@ -86,9 +103,35 @@ type ServerConfig struct {
 // DefaultBudget is the reassembly budget of a Server whose config names none.
 const DefaultBudget = 256 << 20
 
+// DefaultMaxRetainedPerChannel is the share of the reassembly budget one channel may hold
+// when the config names none: a thirty-second of DefaultBudget, so that sixteen channels
+// that never finish their messages hold at most half of it.
+const DefaultMaxRetainedPerChannel = DefaultBudget / 32
+
+// Default deadlines of a Server whose config names none.
+const (
+	// DefaultOpenTimeout bounds the wait for the first OpenSecureChannel, as
+	// uacp.DefaultHandshakeTimeout bounds the wait for the Hello.
+	DefaultOpenTimeout = uacp.DefaultHandshakeTimeout
+	// DefaultAssemblyTimeout bounds the reassembly of one message: 8 MiB (the default
+	// share) needs about 1 Mbit/s to make it.
+	DefaultAssemblyTimeout = time.Minute
+)
+
 // DefaultMaxChannelCount is the MaxChannelCount of a Server whose config names none: the
 // default of the server's limits.maxChannelCount.
 const DefaultMaxChannelCount = 1000
+
+// orDefault returns d for zero, 0 (no bound) for a negative t, else t.
+func orDefault(t, d time.Duration) time.Duration {
+	switch {
+	case t == 0:
+		return d
+	case t < 0:
+		return 0
+	}
+	return t
+}
 
 // IDAllocator hands out SecureChannelIds that are never 0 and never in use twice. It is
 // safe for concurrent use.
@@ -199,6 +242,20 @@ func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
 	if s.cfg.Budget == nil {
 		s.cfg.Budget = NewBudget(DefaultBudget)
 	}
+	switch {
+	case s.cfg.MaxRetainedPerChannel < 0:
+		return nil, errors.New("uasc: negative MaxRetainedPerChannel")
+	case s.cfg.MaxRetainedPerChannel == 0:
+		s.cfg.MaxRetainedPerChannel = DefaultMaxRetainedPerChannel
+	}
+	// No client is offered a message size the channel's share cannot hold.
+	lim := &s.cfg.UACP.Limits
+	if lim.MaxMessageSize == 0 {
+		lim.MaxMessageSize = uacp.DefaultLimits.MaxMessageSize
+	}
+	lim.MaxMessageSize = uint32(min(uint64(lim.MaxMessageSize), uint64(s.cfg.MaxRetainedPerChannel)))
+	s.cfg.OpenTimeout = orDefault(s.cfg.OpenTimeout, DefaultOpenTimeout)
+	s.cfg.AssemblyTimeout = orDefault(s.cfg.AssemblyTimeout, DefaultAssemblyTimeout)
 	if s.cfg.Now == nil {
 		s.cfg.Now, s.realClock = time.Now, true
 	}

@@ -21,7 +21,8 @@
 // encrypted in place (chunk.go, send.go). Received chunks are decrypted and
 // verified in the buffer uacp.Conn.ReadChunk returned, their sequence numbers checked, and
 // multi-chunk messages reassembled within the negotiated limits and a byte budget shared by
-// all channels of a Server (receive.go).
+// all channels of a Server, of which each channel holds at most its share and for at most
+// the assembly deadline (receive.go).
 //
 // The server role is laid out by protocol phase, as crypto/tls is: config.go (ServerConfig,
 // NewServer), accept.go (the accept loop Serve), serve.go (one channel's read loop,

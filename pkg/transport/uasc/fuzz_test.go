@@ -15,12 +15,12 @@ import (
 )
 
 // noneChannel is the receive half of a None channel with id 5 and token 1.
-func noneChannel(budget *Budget, maxSize, maxChunks uint32) *channel {
+func noneChannel(budget *Budget, maxSize, maxChunks uint32, maxRetained int) *channel {
 	send, recv, _ := policy.None.DeriveKeys(policy.Server, policy.Nonce{}, nil)
 	tok := newToken(1, send, recv, time.Now(), time.Hour)
 	c := &channel{pol: policy.None, mode: ua.MessageSecurityModeNone, channelID: 5, now: time.Now,
 		recvToks: []*token{tok}, sendTok: tok}
-	c.asm = assembler{budget: budget, maxSize: maxSize, maxChunks: maxChunks}
+	c.asm = assembler{budget: budget, maxSize: maxSize, maxChunks: maxChunks, maxRetained: maxRetained}
 	c.setSymmetricSizes(tok)
 	return c
 }
@@ -39,15 +39,21 @@ func noneChunk(chunkType byte, seq, requestID uint32, body []byte) []byte {
 // one chunk, and feeds them to the receive path of a None channel: every outcome is either
 // the original message or an error with a status code, and the reassembly budget is
 // always returned. With mode bit 0x80 the input is fed as a raw chunk stream instead.
+// maxRetained is the channel's share of the budget (0: none).
 func FuzzReassemble(f *testing.F) {
-	f.Add([]byte("hello, world"), []byte{3, 4}, uint32(0), uint8(0), byte(0))
-	f.Add(bytes.Repeat([]byte("abcdefgh"), 64), []byte{100, 100, 100, 1}, uint32(300), uint8(3), byte(0))
-	f.Add([]byte("xyz"), []byte{1, 1}, uint32(0), uint8(0), byte(0x41))
-	f.Add(noneChunk('F', 1, 1, []byte("raw")), []byte{}, uint32(0), uint8(0), byte(0x80))
-	f.Fuzz(func(t *testing.T, body, cuts []byte, maxSize uint32, maxChunks uint8, mode byte) {
+	f.Add([]byte("hello, world"), []byte{3, 4}, uint32(0), uint8(0), byte(0), uint16(0))
+	f.Add(bytes.Repeat([]byte("abcdefgh"), 64), []byte{100, 100, 100, 1}, uint32(300), uint8(3), byte(0), uint16(0))
+	f.Add([]byte("xyz"), []byte{1, 1}, uint32(0), uint8(0), byte(0x41), uint16(0))
+	f.Add(noneChunk('F', 1, 1, []byte("raw")), []byte{}, uint32(0), uint8(0), byte(0x80), uint16(0))
+	// The share: held to exactly, passed by one byte, and a single chunk beyond it (which
+	// is decoded in place, never retained).
+	f.Add(bytes.Repeat([]byte("abcdefgh"), 64), []byte{200, 200, 100}, uint32(0), uint8(0), byte(0), uint16(512))
+	f.Add(bytes.Repeat([]byte("abcdefgh"), 64), []byte{200, 200, 100}, uint32(0), uint8(0), byte(0), uint16(511))
+	f.Add(bytes.Repeat([]byte("abcdefgh"), 64), []byte{}, uint32(0), uint8(0), byte(0), uint16(10))
+	f.Fuzz(func(t *testing.T, body, cuts []byte, maxSize uint32, maxChunks uint8, mode byte, maxRetained uint16) {
 		const budgetBytes = 1 << 16
 		budget := NewBudget(budgetBytes)
-		c := noneChannel(budget, maxSize, uint32(maxChunks))
+		c := noneChannel(budget, maxSize, uint32(maxChunks), int(maxRetained))
 		var chunks [][]byte
 		if mode&0x80 != 0 {
 			for b := body; len(b) >= uacp.HeaderSize; {
@@ -119,7 +125,8 @@ func FuzzReassemble(f *testing.F) {
 			tooMany := maxChunks != 0 && len(chunks) > int(maxChunks)
 			tooBig := maxSize != 0 && len(body) > int(maxSize)
 			overBudget := len(chunks) > 1 && len(body) > budgetBytes
-			require.True(t, tooMany || tooBig || overBudget, "message of %d bytes in %d chunks lost", len(body), len(chunks))
+			overShare := len(chunks) > 1 && maxRetained != 0 && len(body) > int(maxRetained)
+			require.True(t, tooMany || tooBig || overBudget || overShare, "message of %d bytes in %d chunks lost", len(body), len(chunks))
 		}
 	})
 }

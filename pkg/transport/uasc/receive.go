@@ -47,11 +47,17 @@ func (b *Budget) release(n int) {
 }
 
 // assembler reassembles the chunks of one message (Part 6 §6.7.2.2). It checks the chunk
-// count, the message size and the budget before it copies a chunk's body.
+// count, the message size, the channel's share of the budget and the budget before it
+// copies a chunk's body.
 type assembler struct {
 	budget    *Budget
 	maxSize   uint32 // 0: no limit
 	maxChunks uint32 // 0: no limit
+	// maxRetained is the most the channel may reserve of the budget (0: no limit).
+	maxRetained int
+	// deadline is when the message being reassembled must be whole; zero when there is
+	// none or no message is begun. The server's read loop sets it and reads by it.
+	deadline  time.Time
 	active    bool
 	requestID uint32
 	chunks    uint32
@@ -86,6 +92,10 @@ func (a *assembler) add(chunkType byte, requestID uint32, body []byte) (msg []by
 	if (a.maxChunks != 0 && count > a.maxChunks) || (a.maxSize != 0 && size > uint64(a.maxSize)) {
 		return nil, false, false, a.tooLarge(int(size), count)
 	}
+	if a.maxRetained != 0 && a.reserved+len(body) > a.maxRetained {
+		return nil, false, false, fmt.Errorf("uasc: message of %d+ bytes over the channel's share of the reassembly budget, %d: %w",
+			size, a.maxRetained, status.BadTcpNotEnoughResources)
+	}
 	if !a.budget.reserve(len(body)) {
 		return nil, false, false, fmt.Errorf("uasc: reassembly budget spent: %w", status.BadTcpNotEnoughResources)
 	}
@@ -107,6 +117,7 @@ func (a *assembler) tooLarge(size int, count uint32) error {
 func (a *assembler) reset() {
 	a.budget.release(a.reserved)
 	a.reserved, a.active, a.chunks, a.requestID = 0, false, 0, 0
+	a.deadline = time.Time{}
 	if cap(a.buf) > maxKeptBuffer {
 		a.buf = nil
 	}

@@ -154,6 +154,10 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 	}
 	msg, done, aborted, err := sc.asm.add(ch.Header.ChunkType, reqID, body)
 	if err != nil || aborted || !done {
+		if sc.asm.active && sc.asm.deadline.IsZero() && sc.srv.cfg.AssemblyTimeout > 0 {
+			// The first chunk of a message of several: the rest must follow in time.
+			sc.asm.deadline = arrivalOf(ch).Add(sc.srv.cfg.AssemblyTimeout)
+		}
 		return err
 	}
 	// A message of one chunk is the chunk's body, valid until Handle returns; one of
@@ -175,6 +179,14 @@ func (sc *ServerChannel) message(ctx context.Context, ch *uacp.Chunk) error {
 	sc.handler.Handle(ctx, Request{RequestID: reqID, Message: m, Channel: sc, Received: at})
 	sc.spare.handled()
 	return nil
+}
+
+// arrivalOf returns when ch was read, on the clock the network's deadlines run on.
+func arrivalOf(ch *uacp.Chunk) time.Time {
+	if !ch.Received.IsZero() {
+		return ch.Received
+	}
+	return time.Now()
 }
 
 // fault answers requestID with a ServiceFault.

@@ -83,20 +83,29 @@ func (sc *ServerChannel) SecurityMode() ua.MessageSecurityMode { return sc.mode 
 func (sc *ServerChannel) ClientCertificate() *x509.Certificate { return sc.remoteCert }
 
 // ServeConn runs one secure channel over c until the client closes it, an error ends it or
-// ctx ends. The first chunk must be an OpenSecureChannel Issue request; every failure of a
-// security check is answered with an ERR message carrying its status before c is closed,
-// and returned. A channel whose newest token is 25% past its lifetime without a renewal is
-// closed with BadSecureChannelTokenUnknown (Part 4 §5.5.2.1). A CloseSecureChannel ends it
-// with a nil error. c is closed on return; then the channel's handler, if it is a
-// ChannelEnder, learns the error.
+// ctx ends. The first chunk must be an OpenSecureChannel Issue request, read whole within
+// ServerConfig.OpenTimeout; every failure of a security check is answered with an ERR
+// message carrying its status before c is closed, and returned. A message of several
+// chunks must be whole within ServerConfig.AssemblyTimeout of its first, and hold no more
+// than ServerConfig.MaxRetainedPerChannel; a deadline that passes is an ERR BadTimeout,
+// and a write that times out ends the channel with BadTimeout. A channel whose newest
+// token is 25% past its lifetime without a renewal is closed with
+// BadSecureChannelTokenUnknown (Part 4 §5.5.2.1). A CloseSecureChannel ends it with a nil
+// error. c is closed on return; then the channel's handler, if it is a ChannelEnder,
+// learns the error.
 func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
+	var openBy time.Time // the deadline of the first OPN
+	if s.cfg.OpenTimeout > 0 {
+		openBy = time.Now().Add(s.cfg.OpenTimeout)
+	}
 	sc := &ServerChannel{srv: s, done: make(chan struct{})}
 	sc.conn, sc.neg, sc.role, sc.now, sc.realClock = c, c.Negotiated(), policy.Server, s.cfg.Now, s.realClock
 	sc.pool = uacp.DefaultPool
 	if s.cfg.UACP.Pool != nil {
 		sc.pool = s.cfg.UACP.Pool
 	}
-	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount}
+	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount,
+		maxRetained: s.cfg.MaxRetainedPerChannel}
 	sc.maxBacklog = sendBacklog(s.cfg.MaxSendBacklog, sc.neg.MaxSendMessageSize)
 	sc.dec.CacheNodeIds(decodeCachedIDs)
 	// serve is done with each chunk before it reads the next: the assembler copies the
@@ -121,7 +130,7 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
 			e.ChannelEnded(err)
 		}
 	}()
-	err = sc.serve(ctx)
+	err = sc.serve(ctx, openBy)
 	sc.stopExpiry()
 	if sc.dropped.Load() {
 		// drop (Revalidate or the expiry timer) sends the ERR and closes c; whatever the read
@@ -134,6 +143,17 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
 		_ = c.SendError(code, errReason(code))
 	}
 	return err
+}
+
+// writeTimedOut returns the send half's error, wrapped as a readError (the connection is
+// closed), when it is a write that timed out; else nil.
+func (c *channel) writeTimedOut() error {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.sendErr != nil && statusOf(c.sendErr) == status.BadTimeout {
+		return &readError{c.sendErr}
+	}
+	return nil
 }
 
 // errReason is the Reason of an ERR the server sends: the status and its description.
@@ -157,9 +177,15 @@ type readError struct{ err error }
 func (e *readError) Error() string { return e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
-func (sc *ServerChannel) serve(ctx context.Context) error {
-	ch, err := sc.conn.ReadChunk()
+// serve reads and handles the channel's chunks: the first OpenSecureChannel, read whole by
+// openBy (zero: no bound), then the requests, each message of several chunks whole by its
+// assembly deadline. uacp answers an expired deadline with an ERR BadTimeout.
+func (sc *ServerChannel) serve(ctx context.Context, openBy time.Time) error {
+	ch, err := sc.conn.ReadChunkBefore(openBy)
 	if err != nil {
+		if statusOf(err) == status.BadTimeout && !openBy.IsZero() && !time.Now().Before(openBy) {
+			err = fmt.Errorf("uasc: no OpenSecureChannel within %v: %w", sc.srv.cfg.OpenTimeout, err)
+		}
 		return &readError{err}
 	}
 	if ch.Header.Type != uacp.TypeOpen {
@@ -176,10 +202,17 @@ func (sc *ServerChannel) serve(ctx context.Context) error {
 	}
 	held := false // whether this loop holds the send half (see hold)
 	for {
-		ch, err := sc.conn.ReadChunk()
+		ch, err := sc.conn.ReadChunkBefore(sc.asm.deadline)
 		if err != nil {
-			if statusOf(err) == status.BadConnectionClosed {
-				return nil
+			switch statusOf(err) {
+			case status.BadConnectionClosed:
+				// A write that timed out closed the connection: that is the end's cause.
+				return sc.writeTimedOut()
+			case status.BadTimeout:
+				if dl := sc.asm.deadline; !dl.IsZero() && !time.Now().Before(dl) {
+					err = fmt.Errorf("uasc: message of %d chunks not whole within %v of its first: %w",
+						sc.asm.chunks, sc.srv.cfg.AssemblyTimeout, err)
+				}
 			}
 			return &readError{err}
 		}

@@ -167,6 +167,29 @@ type Limits struct {
 	// certificate's ApplicationUri), otherwise the session, and before activation
 	// the channel. From above 0 to 1; 1 turns the shares off. Default 0.5.
 	OwnerShare float64 `koanf:"ownerShare"`
+	// Transport deadlines and the reassembly budget (issue 18, deadlines).
+	// HandshakeTimeout bounds each step of opening a channel: the Hello after
+	// the TCP connection, the whole OpenSecureChannel after the Acknowledge
+	// (Part 6 §7.1.3). Default 10s.
+	HandshakeTimeout time.Duration `koanf:"handshakeTimeout"`
+	// ChunkTimeout bounds the reading of one chunk from its first byte; a
+	// connection idle between messages is not affected. AssemblyTimeout
+	// bounds a request of several chunks from its first chunk to its last.
+	// WriteTimeout bounds how long a write to a client waits while the client
+	// takes none of it (up to twice as long). Each ends the connection
+	// with Bad_Timeout; 0 is no bound (logged as a warning). Defaults 30s, 1m
+	// and 30s.
+	ChunkTimeout    time.Duration `koanf:"chunkTimeout"`
+	AssemblyTimeout time.Duration `koanf:"assemblyTimeout"`
+	WriteTimeout    time.Duration `koanf:"writeTimeout"`
+	// MaxRetainedBytes bounds the bytes all channels hold in requests of
+	// several chunks not yet whole; MaxRetainedBytesPerChannel is one
+	// channel's share of it, and so also the largest request the server
+	// accepts (the smaller of it and encoding.maxMessageSize, offered to
+	// clients as MaxMessageSize). Defaults 256 MiB and 8 MiB: sixteen
+	// channels that never finish their requests hold at most half.
+	MaxRetainedBytes           int `koanf:"maxRetainedBytes"`
+	MaxRetainedBytesPerChannel int `koanf:"maxRetainedBytesPerChannel"`
 }
 
 // OperationLimits are published in ServerCapabilities.OperationLimits
@@ -342,6 +365,13 @@ func Default() *Config {
 			MaxTokenLifetime:                 time.Hour,
 			UnactivatedSessionTimeout:        10 * time.Second,
 			OwnerShare:                       0.5,
+			// transport deadlines and the reassembly budget
+			HandshakeTimeout:           10 * time.Second,
+			ChunkTimeout:               30 * time.Second,
+			AssemblyTimeout:            time.Minute,
+			WriteTimeout:               30 * time.Second,
+			MaxRetainedBytes:           256 << 20,
+			MaxRetainedBytesPerChannel: 8 << 20,
 		},
 		Subscriptions: defaultSubscriptions(),
 		OperationLimits: OperationLimits{

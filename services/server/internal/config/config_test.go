@@ -269,6 +269,16 @@ func TestValidate(t *testing.T) {
 			"limits.maxTokenLifetime: must be positive, got 0s"},
 		{"negative monitored items", func(c *Config) { c.Limits.MaxMonitoredItemCount = -1 },
 			"limits.maxMonitoredItemCount: must be at least 0, got -1"},
+		{"handshake timeout zero", func(c *Config) { c.Limits.HandshakeTimeout = 0 },
+			"limits.handshakeTimeout: must be positive, got 0s"},
+		{"negative chunk timeout", func(c *Config) { c.Limits.ChunkTimeout = -time.Second },
+			"limits.chunkTimeout: must be 0 (off) or positive, got -1s"},
+		{"negative write timeout", func(c *Config) { c.Limits.WriteTimeout = -time.Second },
+			"limits.writeTimeout: must be 0 (off) or positive, got -1s"},
+		{"retained bytes below a buffer", func(c *Config) { c.Limits.MaxRetainedBytes = 100 },
+			"limits.maxRetainedBytes: must be at least 8192, got 100"},
+		{"share above the budget", func(c *Config) { c.Limits.MaxRetainedBytesPerChannel = 512 << 20 },
+			"limits.maxRetainedBytesPerChannel: must not exceed limits.maxRetainedBytes (268435456), got 536870912"},
 		{"operation limit", func(c *Config) { c.OperationLimits.MaxNodesPerRead = 0 },
 			"operationLimits.maxNodesPerRead: must be at least 1, got 0"},
 		{"receive buffer", func(c *Config) { c.Encoding.ReceiveBufferSize = 8191 },
@@ -464,6 +474,15 @@ func TestInsecureSettingsWarn(t *testing.T) {
 			"security.securityPolicies[0]":            "Basic128Rsa15 is deprecated",
 			"limits.maxMonitoredItemCount":            "0 is no limit",
 			"limits.maxMonitoredItemsPerSubscription": "0 is no limit",
+		}},
+		{"transport deadlines off", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
+			c.Limits.ChunkTimeout, c.Limits.AssemblyTimeout, c.Limits.WriteTimeout = 0, 0, 0
+		}, map[string]string{
+			"limits.chunkTimeout":    "0 is no bound",
+			"limits.assemblyTimeout": "0 is no bound",
+			"limits.writeTimeout":    "0 is no bound",
 		}},
 	}
 	for _, tt := range tests {

@@ -150,6 +150,16 @@ func (c *Config) Validate() error {
 	if !(l.OwnerShare > 0 && l.OwnerShare <= 1) {
 		ps.add("limits.ownerShare", "must be above 0 and at most 1 (no shares), got %v", l.OwnerShare)
 	}
+	// transport deadlines and the reassembly budget
+	ps.positive("limits.handshakeTimeout", l.HandshakeTimeout)
+	ps.notNegative("limits.chunkTimeout", l.ChunkTimeout)
+	ps.notNegative("limits.assemblyTimeout", l.AssemblyTimeout)
+	ps.notNegative("limits.writeTimeout", l.WriteTimeout)
+	ps.atLeast("limits.maxRetainedBytes", l.MaxRetainedBytes, MinBufferSize)
+	ps.atLeast("limits.maxRetainedBytesPerChannel", l.MaxRetainedBytesPerChannel, MinBufferSize)
+	if l.MaxRetainedBytesPerChannel > l.MaxRetainedBytes && l.MaxRetainedBytes >= MinBufferSize {
+		ps.add("limits.maxRetainedBytesPerChannel", "must not exceed limits.maxRetainedBytes (%d), got %d", l.MaxRetainedBytes, l.MaxRetainedBytesPerChannel)
+	}
 
 	// operationLimits
 	o := c.OperationLimits
@@ -388,6 +398,14 @@ func (c *Config) Warnings() []Warning {
 	}
 	if c.Limits.OwnerShare == 1 {
 		warn("limits.ownerShare", "1 is no per-owner share: one client can take every session, subscription and monitored item the server allows")
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"limits.chunkTimeout", c.Limits.ChunkTimeout}, {"limits.assemblyTimeout", c.Limits.AssemblyTimeout}, {"limits.writeTimeout", c.Limits.WriteTimeout}} {
+		if d.v == 0 {
+			warn(d.key, "0 is no bound: a client that stops halfway, or stops reading, holds its connection's memory and goroutine for ever")
+		}
 	}
 	if c.Limits.MaxChannelCount < c.Limits.MaxSessionCount {
 		warn("limits.maxChannelCount", "%d is below limits.maxSessionCount (%d); each session needs its own channel", c.Limits.MaxChannelCount, c.Limits.MaxSessionCount)

@@ -214,6 +214,11 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		MaxChannelCount: cfg.Limits.MaxChannelCount,
 		Refused:         s.refused,
 		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
+		// transport deadlines and the reassembly budget
+		Budget:                reassemblyBudget(cfg),
+		MaxRetainedPerChannel: cfg.Limits.MaxRetainedBytesPerChannel,
+		OpenTimeout:           cfg.Limits.HandshakeTimeout,
+		AssemblyTimeout:       noBound(cfg.Limits.AssemblyTimeout),
 	}, connHandler{s})
 	if err != nil {
 		return nil, fmt.Errorf("secure channel server: %w", err)
@@ -234,12 +239,47 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 
 // uacpConfig is the connection protocol configuration of cfg.
 func uacpConfig(cfg *config.Config) uacp.ServerConfig {
-	return uacp.ServerConfig{Limits: uacp.Limits{
-		ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
-		SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
-		MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
-		MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
-	}}
+	return uacp.ServerConfig{
+		Limits: uacp.Limits{
+			ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
+			SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
+			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
+			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
+		},
+		// transport deadlines
+		HelloTimeout: cfg.Limits.HandshakeTimeout,
+		ChunkTimeout: noBound(cfg.Limits.ChunkTimeout),
+		WriteTimeout: noBound(cfg.Limits.WriteTimeout),
+	}
+}
+
+// reassemblyBudget is the budget of limits.maxRetainedBytes; nil (uasc's default) for a
+// configuration that names none.
+func reassemblyBudget(cfg *config.Config) *uasc.Budget {
+	if cfg.Limits.MaxRetainedBytes <= 0 {
+		return nil
+	}
+	return uasc.NewBudget(int64(cfg.Limits.MaxRetainedBytes))
+}
+
+// maxRequestMessageSize is the largest request the channels accept, as their Acknowledge
+// offers it: encoding.maxMessageSize, or a channel's share of the reassembly budget when
+// that is smaller.
+func maxRequestMessageSize(cfg *config.Config) uint32 {
+	share := cfg.Limits.MaxRetainedBytesPerChannel
+	if share <= 0 {
+		share = uasc.DefaultMaxRetainedPerChannel
+	}
+	return uint32(min(cfg.Encoding.MaxMessageSize, share))
+}
+
+// noBound turns a setting's 0, no bound, into the transport's negative; zero there
+// means its default.
+func noBound(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // refused logs and counts a connection the accept loop turned away before reading it

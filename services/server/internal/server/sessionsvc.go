@@ -77,7 +77,7 @@ func (s *Server) createSession(r *pipeline.Request[*conn], m *ua.CreateSessionRe
 		ServerNonce:           rec.ServerNonce,
 		ServerCertificate:     s.cert.Raw,
 		ServerEndpoints:       s.endpoints,
-		MaxRequestMessageSize: uint32(s.cfg.Encoding.MaxMessageSize),
+		MaxRequestMessageSize: maxRequestMessageSize(s.cfg),
 	}
 	if secure {
 		asym, err := pol.NewAsymmetric(s.key, clientCert)
