@@ -140,6 +140,7 @@ func (c *Config) Validate() error {
 	ps.positive("limits.minTokenLifetime", l.MinTokenLifetime)
 	ps.positive("limits.maxTokenLifetime", l.MaxTokenLifetime)
 	ps.notAbove("limits.minTokenLifetime", l.MinTokenLifetime, "limits.maxTokenLifetime", l.MaxTokenLifetime)
+	c.validateAdmission(&ps)
 
 	// operationLimits
 	o := c.OperationLimits
