@@ -140,7 +140,8 @@ func carve(total int) int {
 }
 
 // onTop is the bootstrap reserve added on top of a stage whose configured capacity is
-// the ordinary traffic's (the queued and the parked requests): a sixteenth, at least 1.
+// what one client may use alone (the queued and the parked requests): a sixteenth, at
+// least 1. The fair-share headroom comes on top as well.
 func onTop(capacity int) int { return max(capacity/16, 1) }
 
 // New checks cfg and returns its Controller. An error names the setting to change.
@@ -194,6 +195,12 @@ func New(cfg Config) (*Controller, error) {
 	onTopOf := func(stage Stage, capacity int) {
 		lc := LedgerConfig{Stage: stage, Shared: capacity, Owners: owners,
 			MaxOwners: cfg.MaxTrackedOwners, Trusted: reserved, Now: c.now, Rejected: c.rejected}
+		if owners {
+			// The fair-share headroom comes on top too: one owner alone still has
+			// the configured capacity.
+			lc.Headroom = headroomOf(capacity)
+			lc.Shared += lc.Headroom
+		}
 		if cfg.Profile.reserves() {
 			lc.Bootstrap = onTop(capacity)
 		}
@@ -321,6 +328,9 @@ func (c *Controller) trustedAddress(remote net.Addr) (int, bool) {
 	}
 	return 0, false
 }
+
+// HasTrusted reports whether trusted owners are configured.
+func (c *Controller) HasTrusted() bool { return len(c.trusted) > 0 }
 
 // Trusted returns the trusted owner of a channel from remote with the verified client
 // certificate cert (nil over None), if one is configured: by thumbprint, then by the

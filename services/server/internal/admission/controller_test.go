@@ -153,7 +153,8 @@ func TestTrustedOwners(t *testing.T) {
 	require.Equal(t, 1, c.Weight(src(1)))
 	require.Equal(t, src(1), c.ChannelOwner(tcp(1), nil))
 	s := c.Stats()
-	require.Equal(t, 200+onTop(200)+2, s.Stages[StageQueue].Capacity, "the trusted reserve comes on top of the queue")
+	require.Equal(t, 200+headroomOf(200)+onTop(200)+2, s.Stages[StageQueue].Capacity, "the headroom and the reserves come on top of the queue")
+	require.Equal(t, 200+headroomOf(200), s.Stages[StageQueue].Shared)
 	require.Equal(t, 1000, s.Stages[StageConnection].Capacity, "and is carved out of the connections")
 
 	cfg.Profile = Balanced

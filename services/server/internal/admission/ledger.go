@@ -20,6 +20,9 @@ type LedgerConfig struct {
 	// OwnerLimit is the most one owner may hold at once; 0 is no limit but the pools.
 	// Trusted owners are not bound by it.
 	OwnerLimit int
+	// Headroom is the part of the shared pool an owner holding its fair share or more
+	// may not take (Owners only); 0 means a sixteenth of Shared, at least 1.
+	Headroom int
 	// MaxOwners bounds the owners the ledger tracks at once; at least 1.
 	MaxOwners int
 	// Trusted are the units reserved for each configured trusted owner, by index
@@ -90,13 +93,16 @@ func NewLedger(cfg LedgerConfig) *Ledger {
 		owners:     cfg.Owners,
 		ownerLimit: cfg.OwnerLimit,
 		maxOwners:  max(cfg.MaxOwners, 1),
-		headroom:   headroomOf(cfg.Shared),
+		headroom:   cfg.Headroom,
 		now:        cfg.Now,
 		rejected:   cfg.Rejected,
 		pools:      make([]pool, poolTrusted+len(cfg.Trusted)),
 	}
 	if l.now == nil {
 		l.now = time.Now
+	}
+	if l.headroom <= 0 {
+		l.headroom = headroomOf(cfg.Shared)
 	}
 	l.pools[poolShared].cap = max(cfg.Shared, 1)
 	if cfg.Owners {

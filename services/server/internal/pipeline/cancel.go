@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"sync"
 
 	"uastack.dev/pkg/codec"
@@ -44,16 +43,16 @@ func (o *Outstanding) Add(token codec.NodeId, handle uint32, cancel func() bool)
 	return func() { o.remove(k, e) }
 }
 
-// track registers the queued request p until p's context ends. Requests without a
-// session (CreateSession) cannot be named by a Cancel and are not tracked.
-func (o *Outstanding) track(p *Pending) {
+// track registers the queued request p and returns the function that removes it, which
+// the caller runs when p's context ends. Requests without a session (CreateSession)
+// cannot be named by a Cancel and are not tracked: track returns nil.
+func (o *Outstanding) track(p *Pending) (remove func()) {
 	if p.h.AuthenticationToken.IsNull() {
-		return
+		return nil
 	}
-	remove := o.Add(p.h.AuthenticationToken, p.h.RequestHandle, func() bool {
+	return o.Add(p.h.AuthenticationToken, p.h.RequestHandle, func() bool {
 		return p.Answer(p.a.Fault(p.h, status.BadRequestCancelledByClient))
 	})
-	context.AfterFunc(p.Ctx, remove)
 }
 
 func (o *Outstanding) remove(k cancelKey, e *cancelEntry) {
