@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -341,8 +342,11 @@ func (p *Pipeline[C]) admitSession(ch *Channel[C], req uasc.Request, h *ua.Reque
 }
 
 // busy returns the ServiceFault BadServerTooBusy answering h, with the RetryAfterMs
-// hint retryAfter.
+// hint retryAfter spread by up to a quarter at random: clients refused at the same
+// moment are told the same drain time, and a client that honours the hint as the least
+// wait (the .NET stack's does) would otherwise come back with all the others at once.
 func (p *Pipeline[C]) busy(h ua.RequestHeader, retryAfter time.Duration) *ua.ServiceFault {
+	retryAfter = min(retryAfter+rand.N(retryAfter/4+1), RetryAfterMax)
 	f := p.Fault(h, status.BadServerTooBusy)
 	f.ResponseHeader.AdditionalHeader = retryAfterHeader(retryAfter)
 	return f
