@@ -123,9 +123,9 @@ type Controller struct {
 
 	mu sync.Mutex // guards sessions, live
 	// sessions holds the activated sessions by token key, with the source that last
-	// activated each; live counts them per source.
+	// activated each; live counts them per source (by Owner.Key).
 	sessions map[uint64]Owner
-	live     map[Owner]int
+	live     map[uint64]int
 
 	rateLimited, metered atomic.Uint64
 }
@@ -151,7 +151,7 @@ func New(cfg Config) (*Controller, error) {
 		now:      cfg.Now,
 		rejected: cfg.Rejected,
 		sessions: make(map[uint64]Owner),
-		live:     make(map[Owner]int),
+		live:     make(map[uint64]int),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -403,7 +403,7 @@ func (c *Controller) SessionActivated(key uint64, remote net.Addr) {
 		c.dropLiveLocked(old)
 	}
 	c.sessions[key] = src
-	c.live[src]++
+	c.live[src.Key()]++
 }
 
 // SessionEnded forgets the session of table key key.
@@ -417,10 +417,10 @@ func (c *Controller) SessionEnded(key uint64) {
 }
 
 func (c *Controller) dropLiveLocked(src Owner) {
-	if c.live[src] <= 1 {
-		delete(c.live, src)
+	if k := src.Key(); c.live[k] <= 1 {
+		delete(c.live, k)
 	} else {
-		c.live[src]--
+		c.live[k]--
 	}
 }
 
@@ -438,7 +438,7 @@ func (c *Controller) Reconnecting(key uint64) bool {
 func (c *Controller) holdsLiveSession(src Owner) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.live[src] > 0
+	return c.live[src.Key()] > 0
 }
 
 // MeterPassword takes a token of the password checks of the source at remote, before a

@@ -70,9 +70,9 @@ type Ledger struct {
 	// pools are the shared pool, the bootstrap and reconnect reserves and the trusted
 	// owners' reserves, in that order.
 	pools []pool
-	// table holds the owners that hold units, by owner; spare holds holdings for reuse,
-	// so that an owner coming and going does not allocate.
-	table map[Owner]*holding
+	// table holds the owners that hold units, by Owner.Key; spare holds holdings for
+	// reuse, so that an owner coming and going does not allocate.
+	table map[uint64]*holding
 	spare []*holding
 	// lastRelease is when a unit was last released while the shared pool was nearly
 	// full (zero when it was not), interval a moving average of the time between two
@@ -112,7 +112,7 @@ func NewLedger(cfg LedgerConfig) *Ledger {
 			l.pools[poolTrusted+i].cap = r
 		}
 		l.protected = min(cfg.Reconnect+len(cfg.Trusted), l.maxOwners-1)
-		l.table = make(map[Owner]*holding, min(l.maxOwners, 1024))
+		l.table = make(map[uint64]*holding, min(l.maxOwners, 1024))
 	}
 	return l
 }
@@ -168,7 +168,7 @@ func (l *Ledger) acquireLocked(o Owner, c Class, n int) (Charge, Reason, bool) {
 	if o.IsZero() || trusted && o.ID >= uint64(len(l.pools)-poolTrusted) {
 		return Charge{}, InvalidOwner, false
 	}
-	h := l.table[o]
+	h := l.table[o.Key()]
 	held := 0
 	if h != nil {
 		held = h.n
@@ -202,7 +202,7 @@ func (l *Ledger) acquireLocked(o Owner, c Class, n int) (Charge, Reason, bool) {
 	l.pools[p].used += n
 	if h == nil {
 		h = l.newHolding()
-		l.table[o] = h
+		l.table[o.Key()] = h
 	}
 	h.n += n
 	return Charge{owner: o, n: int32(n), pool: int16(p) + 1, class: c}, 0, true
@@ -262,10 +262,10 @@ func (l *Ledger) Release(c Charge) {
 	if !l.owners {
 		return
 	}
-	if h := l.table[c.owner]; h != nil {
+	if h := l.table[c.owner.Key()]; h != nil {
 		h.n -= int(c.n)
 		if h.n <= 0 {
-			delete(l.table, c.owner)
+			delete(l.table, c.owner.Key())
 			h.n = 0
 			if len(l.spare) < 64 {
 				l.spare = append(l.spare, h)
@@ -353,7 +353,7 @@ func (l *Ledger) Capacity() int {
 func (l *Ledger) Holds(o Owner) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h := l.table[o]; h != nil {
+	if h := l.table[o.Key()]; h != nil {
 		return h.n
 	}
 	return 0

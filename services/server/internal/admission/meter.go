@@ -20,14 +20,14 @@ type Meter struct {
 	now       func() time.Time
 
 	mu        sync.Mutex // guards buckets, lastSweep
-	buckets   map[Owner]*Bucket
+	buckets   map[uint64]*Bucket
 	lastSweep time.Time
 }
 
 // NewMeter returns a meter of rate per second and burst per owner, tracking at most
 // maxOwners owners at once.
 func NewMeter(rate float64, burst, maxOwners int, now func() time.Time) *Meter {
-	return &Meter{rate: rate, burst: burst, maxOwners: max(maxOwners, 1), now: now, buckets: make(map[Owner]*Bucket)}
+	return &Meter{rate: rate, burst: burst, maxOwners: max(maxOwners, 1), now: now, buckets: make(map[uint64]*Bucket)}
 }
 
 // Take takes a token of o. When there is none it returns how long until there is one,
@@ -37,14 +37,14 @@ func (m *Meter) Take(o Owner) (wait time.Duration, reason Reason, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	b := m.buckets[o]
+	b := m.buckets[o.Key()]
 	if b == nil {
 		if len(m.buckets) >= m.maxOwners && !m.sweepLocked(now) {
 			return sweepInterval, OwnerTableFull, false
 		}
 		nb := NewBucket(m.rate, m.burst, now)
 		b = &nb
-		m.buckets[o] = b
+		m.buckets[o.Key()] = b
 	}
 	if !b.Take(now) {
 		return b.Wait(now), Capacity, false

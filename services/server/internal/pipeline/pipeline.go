@@ -380,12 +380,10 @@ func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.Reques
 	}
 	// The context ends however the request ends (answered, timed out, channel gone):
 	// then it leaves the registry of Cancel and gives its charge back.
-	switch remove := p.outstanding.track(pd); {
-	case remove != nil && held.ledger != nil:
-		context.AfterFunc(pd.Ctx, func() { remove(); held.release() })
-	case remove != nil:
-		context.AfterFunc(pd.Ctx, remove)
-	case held.ledger != nil:
+	pd.held = held
+	if done := p.outstanding.track(pd); done != nil {
+		context.AfterFunc(pd.Ctx, done)
+	} else if held.ledger != nil {
 		context.AfterFunc(pd.Ctx, held.release)
 	}
 	j.Run = func() {

@@ -151,6 +151,7 @@ type slot struct {
 func NewQueue(capacity, min, max int, now func() time.Time) *Queue {
 	q := newQueue(QueueConfig{Min: min, Max: max, Now: now}, capacity)
 	q.capacity = capacity
+	q.initLanes()
 	return q
 }
 
@@ -159,7 +160,14 @@ func NewQueue(capacity, min, max int, now func() time.Time) *Queue {
 func NewQueueWith(cfg QueueConfig) *Queue {
 	q := newQueue(cfg, cfg.Ledger.Capacity()+cfg.SessionCapacity)
 	q.ledger, q.fair, q.sessionWorkers, q.weight = cfg.Ledger, cfg.Fair, cfg.SessionWorkers, cfg.Weight
+	q.initLanes()
 	return q
+}
+
+func (q *Queue) initLanes() {
+	for i := range q.lanes {
+		q.lanes[i].init(!q.fair)
+	}
 }
 
 func newQueue(cfg QueueConfig, slots int) *Queue {
@@ -169,9 +177,6 @@ func newQueue(cfg QueueConfig, slots int) *Queue {
 		q.slots[i].next = int32(i) + 1
 	}
 	q.slots[len(q.slots)-1].next = -1
-	for i := range q.lanes {
-		q.lanes[i].init()
-	}
 	return q
 }
 
@@ -188,9 +193,6 @@ func (q *Queue) laneOf(s Stage) *lane {
 // StageService passes the queue's ledger first (its capacity, its reserves, the owner's
 // share), a job of StageSession was admitted by the pipeline.
 func (q *Queue) Push(j Job) (ok bool, retryAfter time.Duration) {
-	if !q.fair {
-		j.Key = admission.Owner{} // one FIFO: every job is the same owner's
-	}
 	if q.ledger != nil && j.Stage == StageService {
 		c, _, ok := q.ledger.Acquire(j.Key, j.Class, 1)
 		if !ok {
@@ -213,7 +215,7 @@ func (q *Queue) Push(j Job) (ok bool, retryAfter time.Duration) {
 	s.job, s.seq = j, q.seq
 	q.seq++
 	weight := 1
-	if q.weight != nil {
+	if q.weight != nil && q.fair {
 		weight = max(q.weight(j.Key), 1)
 	}
 	q.laneOf(j.Stage).push(q.slots, i, j.Key, max(j.Cost, 1), weight)
@@ -385,9 +387,13 @@ func (q *Queue) Queued(s Stage) int {
 // job of each other owner; an owner with a backlog gets turns in proportion to its
 // weight, whatever the others queued.
 type lane struct {
-	// owners holds the owners with queued jobs; heap orders them by the start tag of
-	// their first job.
-	owners map[admission.Owner]*ownerQueue
+	// fifo makes the lane one owner's queue (without Fair): the jobs run in the order
+	// queued, and the lane needs neither the map nor tags.
+	fifo bool
+	one  ownerQueue
+	// owners holds the owners with queued jobs, by admission.Owner.Key; heap orders
+	// them by the start tag of their first job.
+	owners map[uint64]*ownerQueue
 	heap   []*ownerQueue
 	// vtime is the start tag of the job taken last.
 	vtime uint64
@@ -400,7 +406,7 @@ type lane struct {
 
 // ownerQueue is one owner's queued jobs: a list through the queue's slots.
 type ownerQueue struct {
-	key        admission.Owner
+	key        uint64
 	head, tail int32
 	// finish is the finish tag of the owner's last queued job.
 	finish uint64
@@ -411,11 +417,27 @@ type ownerQueue struct {
 // tagUnit is the virtual time a job of cost 1 and weight 1 takes: weights divide it.
 const tagUnit = 1 << 12
 
-func (l *lane) init() { l.owners = make(map[admission.Owner]*ownerQueue) }
+func (l *lane) init(fifo bool) {
+	l.fifo = fifo
+	l.one = ownerQueue{head: -1, tail: -1}
+	l.owners = make(map[uint64]*ownerQueue)
+}
 
 // push appends slot i, a job of owner key costing cost, to the lane.
 func (l *lane) push(slots []slot, i int32, key admission.Owner, cost, weight int) {
-	o := l.owners[key]
+	s := &slots[i]
+	s.next = -1
+	l.n++
+	if l.fifo {
+		if o := &l.one; o.head < 0 {
+			o.head, o.tail = i, i
+		} else {
+			slots[o.tail].next = i
+			o.tail = i
+		}
+		return
+	}
+	o := l.owners[key.Key()]
 	if o == nil {
 		if k := len(l.spare); k > 0 {
 			o = l.spare[k-1]
@@ -423,13 +445,11 @@ func (l *lane) push(slots []slot, i int32, key admission.Owner, cost, weight int
 		} else {
 			o = new(ownerQueue)
 		}
-		*o = ownerQueue{key: key, head: -1, tail: -1}
-		l.owners[key] = o
+		*o = ownerQueue{key: key.Key(), head: -1, tail: -1}
+		l.owners[o.key] = o
 	}
-	s := &slots[i]
 	s.tag = max(l.vtime, o.finish)
 	o.finish = s.tag + uint64(cost)*tagUnit/uint64(weight)
-	s.next = -1
 	if o.head < 0 {
 		o.head, o.tail = i, i
 		l.heapPush(slots, o)
@@ -437,17 +457,22 @@ func (l *lane) push(slots []slot, i int32, key admission.Owner, cost, weight int
 		slots[o.tail].next = i
 		o.tail = i
 	}
-	l.n++
 }
 
-// pop removes and returns the slot of the job with the smallest start tag.
+// pop removes and returns the slot of the job with the smallest start tag (the oldest
+// job of a fifo lane).
 func (l *lane) pop(slots []slot) int32 {
+	l.n--
+	if l.fifo {
+		i := l.one.head
+		l.one.head = slots[i].next
+		return i
+	}
 	o := l.heap[0]
 	i := o.head
 	s := &slots[i]
 	l.vtime = max(l.vtime, s.tag)
 	o.head = s.next
-	l.n--
 	if o.head < 0 {
 		l.heapRemoveTop(slots)
 		delete(l.owners, o.key)
