@@ -444,7 +444,7 @@ func TestAdmissionPasswordFlood(t *testing.T) {
 	t.Parallel()
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	require.NoError(t, err)
-	const perMinute, burst = 60, 5
+	const perMinute, burst = 6, 5 // a token every 10 s: none refills while the test runs
 	ps := startPipeline(t, &slowManager{}, func(c *config.Config) {
 		c.Security.Users = []config.User{{Name: "alice", PasswordHash: string(hash)}}
 		c.Security.MaxFailedAuthenticationAttempts = 0 // the meter alone
