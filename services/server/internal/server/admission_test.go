@@ -727,3 +727,68 @@ func TestAdmissionReconnectDuringFlood(t *testing.T) {
 	require.Equal(t, status.BadTcpNotEnoughResources, newcomer(), "newcomers are still refused")
 	t.Logf("session flood: %d created, %d busy", f1.created.Load()+f2.created.Load(), busy)
 }
+
+// TestAdmissionParkedRequests: a session parks Reads in a manager that holds them
+// (limits.maxParkedRequestCount 4) up to the stage's capacity and is then refused
+// BadServerTooBusy with a RetryAfterMs hint; a second session still parks one on the
+// fair-share headroom, a third on the bootstrap reserve; once the manager answers, all
+// parked Reads succeed and the stage is empty again.
+func TestAdmissionParkedRequests(t *testing.T) {
+	t.Parallel()
+	m := &slowManager{release: make(chan struct{})}
+	ps := startPipeline(t, m, func(c *config.Config) { c.Limits.MaxParkedRequestCount = 4 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type session struct {
+		ch    *uasc.ClientChannel
+		token codec.NodeId
+	}
+	open := func(source string) session {
+		ch, err := noneChannel(ctx, source, ps.url)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ch.Close() })
+		token, err := anonymousSession(ctx, ch)
+		require.NoError(t, err)
+		return session{ch, token}
+	}
+	var parked sync.WaitGroup
+	errs := make(chan error, 16)
+	park := func(s session) {
+		parked.Go(func() {
+			_, err := s.ch.Request(ctx, &ua.ReadRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: s.token},
+				NodesToRead: []ua.ReadValueId{{NodeId: codec.NewNumericNodeId(ps.slowNS, 1), AttributeId: 13}}})
+			errs <- err
+		})
+	}
+	refusedNow := func(s session) time.Duration {
+		resp, err := s.ch.Request(ctx, &ua.ReadRequest{RequestHeader: ua.RequestHeader{AuthenticationToken: s.token},
+			NodesToRead: []ua.ReadValueId{{NodeId: codec.NewNumericNodeId(ps.slowNS, 1), AttributeId: 13}}})
+		require.ErrorIs(t, err, status.BadServerTooBusy)
+		return busyHint(resp)
+	}
+	parkedNow := func() int { return ps.srv.admission.Stats().Stages[admission.StageParked].Used }
+
+	flooder := session{ps.ch, ps.token}
+	for i := range 4 {
+		park(flooder)
+		require.Eventually(t, func() bool { return parkedNow() == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	require.Positive(t, refusedNow(flooder), "a lone session holds the configured capacity, no more")
+	second, third, fourth := open("127.0.0.2"), open("127.0.0.3"), open("127.0.0.4")
+	park(second)
+	require.Eventually(t, func() bool { return parkedNow() == 5 }, 5*time.Second, time.Millisecond, "the headroom")
+	park(third)
+	require.Eventually(t, func() bool { return parkedNow() == 6 }, 5*time.Second, time.Millisecond, "the bootstrap reserve")
+	require.Positive(t, refusedNow(fourth), "the stage is full")
+	rej := ps.srv.admission.Stats().Stages[admission.StageParked].Rejections
+	require.Equal(t, uint64(1), rej[admission.OwnerLimit])
+	require.Equal(t, uint64(1), rej[admission.Capacity])
+
+	close(m.release)
+	parked.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return parkedNow() == 0 }, 5*time.Second, time.Millisecond, "answered requests give their units back")
+}
