@@ -72,9 +72,9 @@ type QueueConfig struct {
 	// limits.maxRequestThreadCount).
 	Min, Max int
 	Now      func() time.Time
-	// Ledger admits the jobs of StageService: the request queue's stage
-	// (admission.StageQueue), with the capacity of limits.maxQueuedRequestCount and
-	// the profile's reserves on top.
+	// Ledger, which NewQueueWith needs, admits the jobs of StageService: the request
+	// queue's stage (admission.StageQueue), with the capacity of
+	// limits.maxQueuedRequestCount and the profile's headroom and reserves on top.
 	Ledger *admission.Ledger
 	// SessionCapacity is the room for jobs of StageSession, which the pipeline admits
 	// at the session establishment stage before it queues them.
