@@ -58,12 +58,13 @@ func (b Backoff) Delay(n int, hint time.Duration) time.Duration {
 }
 
 // retryable reports whether a failed connection attempt is worth another: the server
-// was busy or full, or the network failed. A refusal on security or identity is final.
+// was busy or full (BadTcpServerTooBusy is the ERR of a listener's connection rate,
+// Part 6 §7.1.5), or the network failed. A refusal on security or identity is final.
 func retryable(err error) bool {
 	var c status.Code
 	if errors.As(err, &c) {
 		switch c.Sub() {
-		case status.BadServerTooBusy, status.BadTooManySessions, status.BadTcpNotEnoughResources,
+		case status.BadServerTooBusy, status.BadTooManySessions, status.BadTcpNotEnoughResources, status.BadTcpServerTooBusy,
 			status.BadTimeout, status.BadSecureChannelClosed, status.BadConnectionClosed,
 			status.BadServerHalted, status.BadShutdown, status.BadCommunicationError,
 			status.BadTcpInternalError, status.BadNotConnected, status.BadServerNotConnected:

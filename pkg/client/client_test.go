@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -275,6 +276,7 @@ func TestStatusError(t *testing.T) {
 	err = statusError("Write", nil, errors.Join(errors.New("x"), status.BadSecureChannelClosed))
 	require.ErrorIs(t, err, status.BadSecureChannelClosed)
 	require.False(t, retryable(statusError("ActivateSession", nil, status.BadUserAccessDenied)))
+	require.True(t, retryable(fmt.Errorf("dial: %w", &uacp.Error{Code: status.BadTcpServerTooBusy})), "a listener's connection rate")
 }
 
 // dropProxy forwards TCP connections to target until drop cuts them.

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"uastack.dev/pkg/transport/policy"
@@ -190,6 +191,69 @@ type Limits struct {
 	// channels that never finish their requests hold at most half.
 	MaxRetainedBytes           int `koanf:"maxRetainedBytes"`
 	MaxRetainedBytesPerChannel int `koanf:"maxRetainedBytesPerChannel"`
+	// Admission and isolation (issue 18): who may connect, establish a session or
+	// queue a request, and how clients share each stage.
+	//
+	// IsolationProfile is SharedOnly, FairShare, Balanced (the default) or
+	// TrustedReservations (the OPC Foundation .NET stack's profiles; see
+	// internal/admission/RATIONALE.md for what each does at each stage).
+	IsolationProfile string `koanf:"isolationProfile"`
+	// ConnectionsPerSecond and ConnectionBurst are the token bucket of new
+	// connections at the listener, before any crypto work: beyond it a
+	// connection gets ERR BadTcpServerTooBusy. Defaults 500 and 1000 (the .NET
+	// stack's); 0 connections per second is no limit.
+	ConnectionsPerSecond int `koanf:"connectionsPerSecond"`
+	ConnectionBurst      int `koanf:"connectionBurst"`
+	// ListenBacklog is the listen(2) backlog of the listener: connections the
+	// kernel completes and queues before the server accepts them. Default 0: the
+	// kernel's maximum (net.core.somaxconn on Linux), which Go asks for anyway;
+	// a positive value is applied on Linux only.
+	ListenBacklog int `koanf:"listenBacklog"`
+	// MaxConnectionsPerSource caps the connections of one source (an IPv4
+	// address, an IPv6 /64); beyond it ERR BadTcpNotEnoughResources. Not with
+	// SharedOnly. Default 100; 0 is no cap.
+	MaxConnectionsPerSource int `koanf:"maxConnectionsPerSource"`
+	// MaxConcurrentSessionEstablishment bounds the CreateSession and
+	// ActivateSession requests in progress; beyond it BadServerTooBusy with a
+	// RetryAfterMs hint, before any RSA or password work. Default
+	// max(128, 8 × GOMAXPROCS), the .NET stack's.
+	MaxConcurrentSessionEstablishment int `koanf:"maxConcurrentSessionEstablishment"`
+	// MaxParkedRequestCount bounds the requests handed to node managers and not
+	// yet answered (queued, running or parked in a manager); beyond it
+	// BadServerTooBusy. Default 1000.
+	MaxParkedRequestCount int `koanf:"maxParkedRequestCount"`
+	// UserNameLoginsPerMinute and UserNameLoginBurst meter the UserName logins
+	// of one source, before the password is decrypted and hashed: beyond them
+	// BadServerTooBusy with a RetryAfterMs hint. On top of the lockout
+	// (security.maxFailedAuthenticationAttempts). Defaults 120 and 10; 0 per
+	// minute does not meter.
+	UserNameLoginsPerMinute int `koanf:"userNameLoginsPerMinute"`
+	UserNameLoginBurst      int `koanf:"userNameLoginBurst"`
+	// MaxTrackedOwners bounds the clients each stage tracks at once; a new one
+	// beyond it is refused (OwnerTableFull). Default 4096.
+	MaxTrackedOwners int `koanf:"maxTrackedOwners"`
+	// TrustedOwners get reserved capacity at every stage and more turns in the
+	// request queue (isolationProfile TrustedReservations only).
+	TrustedOwners []TrustedOwner `koanf:"trustedOwners"`
+}
+
+// TrustedOwner is a client given its own reserve and weight by
+// limits.trustedOwners. Exactly one of ApplicationURI, Thumbprint and Address
+// names it; a certificate names it once the secure channel has verified it.
+type TrustedOwner struct {
+	// Name names the owner in logs.
+	Name string `koanf:"name"`
+	// ApplicationURI matches the URI in the client certificate.
+	ApplicationURI string `koanf:"applicationUri"`
+	// Thumbprint matches the client certificate: its SHA-1, 40 hex digits.
+	Thumbprint string `koanf:"thumbprint"`
+	// Address matches the peer's IP address: an address or a CIDR network.
+	Address string `koanf:"address"`
+	// Weight is the owner's turns in the request queue for an ordinary
+	// client's one. Default 1.
+	Weight int `koanf:"weight"`
+	// Reserved is the owner's reserve at each stage. Default 1.
+	Reserved int `koanf:"reserved"`
 }
 
 // OperationLimits are published in ServerCapabilities.OperationLimits
@@ -372,6 +436,16 @@ func Default() *Config {
 			WriteTimeout:               30 * time.Second,
 			MaxRetainedBytes:           256 << 20,
 			MaxRetainedBytesPerChannel: 8 << 20,
+
+			IsolationProfile:                  "Balanced",
+			ConnectionsPerSecond:              500,
+			ConnectionBurst:                   1000,
+			MaxConnectionsPerSource:           100,
+			MaxConcurrentSessionEstablishment: max(128, 8*runtime.GOMAXPROCS(0)),
+			MaxParkedRequestCount:             1000,
+			UserNameLoginsPerMinute:           120,
+			UserNameLoginBurst:                10,
+			MaxTrackedOwners:                  4096,
 		},
 		Subscriptions: defaultSubscriptions(),
 		OperationLimits: OperationLimits{

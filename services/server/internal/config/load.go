@@ -329,6 +329,9 @@ func (c *Config) normalize() {
 	if len(c.AddressSpace.NodeManagers) == 0 {
 		c.AddressSpace.NodeManagers = nil
 	}
+	if len(c.Limits.TrustedOwners) == 0 {
+		c.Limits.TrustedOwners = nil
+	}
 	for i := range c.Security.SecurityPolicies {
 		p := &c.Security.SecurityPolicies[i]
 		if uri, ok := PolicyURI(p.Policy); ok {

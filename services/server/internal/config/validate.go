@@ -160,6 +160,7 @@ func (c *Config) Validate() error {
 	if l.MaxRetainedBytesPerChannel > l.MaxRetainedBytes && l.MaxRetainedBytes >= MinBufferSize {
 		ps.add("limits.maxRetainedBytesPerChannel", "must not exceed limits.maxRetainedBytes (%d), got %d", l.MaxRetainedBytes, l.MaxRetainedBytesPerChannel)
 	}
+	c.validateAdmission(&ps)
 
 	// operationLimits
 	o := c.OperationLimits

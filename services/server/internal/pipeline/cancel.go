@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"sync"
 
 	"uastack.dev/pkg/codec"
@@ -34,6 +33,12 @@ type cancelEntry struct {
 // Add registers a request of the session with authentication token token under its
 // RequestHandle; the returned function removes it and may be called more than once.
 func (o *Outstanding) Add(token codec.NodeId, handle uint32, cancel func() bool) (remove func()) {
+	k, e := o.register(token, handle, cancel)
+	return func() { o.remove(k, e) }
+}
+
+// register is Add without the function that removes the entry.
+func (o *Outstanding) register(token codec.NodeId, handle uint32, cancel func() bool) (cancelKey, *cancelEntry) {
 	k, e := cancelKey{token, handle}, &cancelEntry{cancel: cancel}
 	o.mu.Lock()
 	if o.byKey == nil {
@@ -41,19 +46,24 @@ func (o *Outstanding) Add(token codec.NodeId, handle uint32, cancel func() bool)
 	}
 	o.byKey[k] = append(o.byKey[k], e)
 	o.mu.Unlock()
-	return func() { o.remove(k, e) }
+	return k, e
 }
 
-// track registers the queued request p until p's context ends. Requests without a
-// session (CreateSession) cannot be named by a Cancel and are not tracked.
-func (o *Outstanding) track(p *Pending) {
+// track registers the queued request p and returns the function that removes it and
+// gives back what it holds of the admission (Pending.held), which the caller runs when
+// p's context ends. Requests without a session (CreateSession) cannot be named by a
+// Cancel and are not tracked: track returns nil.
+func (o *Outstanding) track(p *Pending) (done func()) {
 	if p.h.AuthenticationToken.IsNull() {
-		return
+		return nil
 	}
-	remove := o.Add(p.h.AuthenticationToken, p.h.RequestHandle, func() bool {
+	k, e := o.register(p.h.AuthenticationToken, p.h.RequestHandle, func() bool {
 		return p.Answer(p.a.Fault(p.h, status.BadRequestCancelledByClient))
 	})
-	context.AfterFunc(p.Ctx, remove)
+	return func() {
+		o.remove(k, e)
+		p.held.release()
+	}
 }
 
 func (o *Outstanding) remove(k cancelKey, e *cancelEntry) {

@@ -23,6 +23,8 @@ type Pending struct {
 	cancel   context.CancelFunc
 	stopTime func() bool // stops the deadline's answer; nil without a deadline
 	answered atomic.Bool
+	// held is what the request holds of the admission until its context ends.
+	held hold
 }
 
 // Answer sends msg unless the request was answered already; it reports whether it sent.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/admission"
 	"uastack.dev/services/server/internal/session"
 )
 
@@ -55,6 +57,9 @@ type Request[C any] struct {
 	Conn C
 	now  time.Time
 	p    *Pipeline[C]
+	// ch is the pipeline's state of the channel, set once by Open; nil for a Request
+	// made by Pipeline.Request.
+	ch *Channel[C]
 }
 
 // Respond sends msg in answer to r.
@@ -81,10 +86,71 @@ func (r *Request[C]) ResponseHeader(result status.Code) ua.ResponseHeader {
 func (r *Request[C]) Now() time.Time { return r.now }
 
 // Enqueue hands job to the request queue as a job of stage StageService costing cost
-// operations, owned by r's session (see Pipeline.enqueue).
+// operations, owned by r's session, or by the channel's trusted owner when it has one.
+// Its turn to be queued, and its place among the requests parked in node managers, are
+// admitted first (admission.StageParked, admission.StageQueue): a refused request is
+// answered with BadServerTooBusy and a RetryAfterMs hint. See Pipeline.enqueue.
 func (r *Request[C]) Enqueue(cost int, job func(*Pending)) {
+	p := r.p
 	key, _ := session.TokenKey(r.Header.AuthenticationToken)
-	r.p.enqueue(r.Ctx, r.Req, *r.Header, Owner{Channel: r.Req.Channel.ID(), Session: key}, cost, StageService, job)
+	j := Job{Owner: Owner{Channel: r.Req.Channel.ID(), Session: key}, Key: admission.SessionOwner(key), Cost: cost, Stage: StageService}
+	var held hold
+	if p.ctl != nil {
+		if r.ch != nil && p.ctl.HasTrusted() {
+			if t, ok := r.ch.admission(p.ctl, r.Req.Channel).trusted(); ok {
+				j.Key = t
+			}
+		}
+		l := p.ctl.Ledger(admission.StageParked)
+		c, _, ok := l.Acquire(j.Key, admission.Ordinary, 1)
+		if !ok {
+			p.Respond(r.Req, p.busy(*r.Header, l.RetryAfter()))
+			return
+		}
+		held = hold{l, c}
+	}
+	p.enqueue(r.Ctx, r.Req, *r.Header, j, held, job)
+}
+
+// hold is a charge of an admission ledger that a queued request holds until it is
+// answered.
+type hold struct {
+	ledger *admission.Ledger
+	charge admission.Charge
+}
+
+// release returns the charge, if any.
+func (h hold) release() {
+	if h.ledger != nil {
+		h.ledger.Release(h.charge)
+	}
+}
+
+// channelAdmission is what the admission knows of a channel, found once on the
+// channel's goroutine: who its requests are charged to before they name a session, and
+// its trusted owner, if any.
+type channelAdmission struct {
+	done      bool
+	owner     admission.Owner
+	isTrusted bool
+}
+
+// trusted returns the channel's trusted owner.
+func (a *channelAdmission) trusted() (admission.Owner, bool) { return a.owner, a.isTrusted }
+
+// admission returns what the admission knows of the channel sc, finding it on first use.
+// Only the channel's goroutine calls it.
+func (ch *Channel[C]) admission(ctl *admission.Controller, sc *uasc.ServerChannel) *channelAdmission {
+	a := &ch.adm
+	if !a.done {
+		remote, cert := sc.RemoteAddr(), sc.ClientCertificate()
+		a.owner, a.isTrusted = ctl.Trusted(remote, cert)
+		if !a.isTrusted {
+			a.owner = ctl.ChannelOwner(remote, cert)
+		}
+		a.done = true
+	}
+	return a
 }
 
 // Channel is the pipeline's part of a channel's state: the memory of the session the
@@ -100,6 +166,8 @@ type Channel[C any] struct {
 	// client that polls repeats its type, and finds its row without the map.
 	last    *codec.TypeInfo
 	lastRow *Service[C]
+	// adm is what the admission knows of the channel (admission).
+	adm channelAdmission
 }
 
 // Config configures a Pipeline.
@@ -114,6 +182,11 @@ type Config struct {
 	// (uasc.Request.Recycle), so that the channels may hand out a repeated request
 	// without decoding it (uasc.Repeater).
 	Repeat bool
+	// Admission, when set, admits session establishment (admission.StageSession, the
+	// password meter) and the requests handed to node managers
+	// (admission.StageParked); the Queue applies its admission.StageQueue. Without it
+	// only the queue's capacity bounds the work.
+	Admission *admission.Controller
 }
 
 // Pipeline dispatches the requests of a server's channels through its service table.
@@ -125,6 +198,7 @@ type Pipeline[C any] struct {
 	outstanding Outstanding
 	rows        map[*codec.TypeInfo]*Service[C]
 	repeat      bool
+	ctl         *admission.Controller
 	stopping    atomic.Bool
 	// Admit, when set before serving, is asked about every request of a known service
 	// before anything else is done for it; a status other than Good refuses the request
@@ -140,6 +214,7 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 		queue:    cfg.Queue,
 		rows:     make(map[*codec.TypeInfo]*Service[C], len(table)),
 		repeat:   cfg.Repeat,
+		ctl:      cfg.Admission,
 	}
 	table = slices.Clone(table) // the rows are completed below
 	for i := range table {
@@ -167,7 +242,7 @@ func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 
 // Open makes ch, the pipeline's part of the state conn of a channel, the channel's
 // uasc.ChannelHandler (Channel.Handle).
-func (p *Pipeline[C]) Open(ch *Channel[C], conn C) { ch.p, ch.conn = p, conn }
+func (p *Pipeline[C]) Open(ch *Channel[C], conn C) { ch.p, ch.conn, ch.req.ch = p, conn, ch }
 
 var (
 	_ uasc.ChannelHandler = (*Channel[int])(nil)
@@ -213,9 +288,18 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 	}
 	switch {
 	case row.Worker:
+		j := Job{Owner: Owner{Channel: req.Channel.ID()}, Cost: 1, Stage: StageSession}
+		var held hold
+		if p.ctl != nil {
+			var retryAfter time.Duration
+			if held, retryAfter = p.admitSession(ch, req, h, &j); held.ledger == nil {
+				p.Respond(req, p.busy(*h, retryAfter))
+				return
+			}
+		}
 		// The job keeps a copy: the channel's Request is its next request's.
 		wr := *r
-		p.enqueue(ctx, req, *h, Owner{Channel: req.Channel.ID()}, 1, StageSession, func(pd *Pending) {
+		p.enqueue(ctx, req, *h, j, held, func(pd *Pending) {
 			wr.Ctx = pd.Ctx
 			pd.Answer(row.Answer(&wr))
 		})
@@ -226,15 +310,58 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 	}
 }
 
+// admitSession admits a CreateSession or ActivateSession (j) at the session
+// establishment stage, on the channel's goroutine and so before any RSA or password
+// work: the stage's ledger charges it to the channel's client (admission.ChannelOwner),
+// as Reconnect when it activates a session that was activated before; a UserName
+// identity token then takes a token of the password meter of the peer's address. It
+// sets j's Key and Class and returns the charge to hold until the request is answered,
+// or, refused, a hold without ledger and the RetryAfterMs hint.
+func (p *Pipeline[C]) admitSession(ch *Channel[C], req uasc.Request, h *ua.RequestHeader, j *Job) (hold, time.Duration) {
+	j.Key = ch.admission(p.ctl, req.Channel).owner
+	class, password := admission.Ordinary, false
+	if m, ok := req.Message.(*ua.ActivateSessionRequest); ok {
+		if key, ok := session.TokenKey(h.AuthenticationToken); ok && p.ctl.Reconnecting(key) {
+			class = admission.Reconnect
+		}
+		_, password = m.UserIdentityToken.Value.(*ua.UserNameIdentityToken)
+	}
+	l := p.ctl.Ledger(admission.StageSession)
+	c, _, ok := l.Acquire(j.Key, class, 1)
+	if !ok {
+		return hold{}, l.RetryAfter()
+	}
+	if password {
+		if wait, ok := p.ctl.MeterPassword(req.Channel.RemoteAddr()); !ok {
+			l.Release(c)
+			return hold{}, wait
+		}
+	}
+	j.Class = c.Class()
+	return hold{l, c}, 0
+}
+
+// busy returns the ServiceFault BadServerTooBusy answering h, with the RetryAfterMs
+// hint retryAfter spread by up to a quarter at random: clients refused at the same
+// moment are told the same drain time, and a client that honours the hint as the least
+// wait (the .NET stack's does) would otherwise come back with all the others at once.
+func (p *Pipeline[C]) busy(h ua.RequestHeader, retryAfter time.Duration) *ua.ServiceFault {
+	retryAfter = min(retryAfter+rand.N(retryAfter/4+1), RetryAfterMax)
+	f := p.Fault(h, status.BadServerTooBusy)
+	f.ResponseHeader.AdditionalHeader = retryAfterHeader(retryAfter)
+	return f
+}
+
 // timeoutGrace is how long after a request's TimeoutHint its managers have to answer
 // their items BadTimeout before the whole request is answered with a ServiceFault.
 const timeoutGrace = 50 * time.Millisecond
 
-// enqueue hands job to the request queue. When the queue is full the request is answered
-// with a ServiceFault BadServerTooBusy carrying a RetryAfterMs hint; after Close the
-// answer is BadShutdown. A job gets the pending request and answers it with
+// enqueue hands j, whose work is run, to the request queue. When the queue is full the
+// request is answered with a ServiceFault BadServerTooBusy carrying a RetryAfterMs hint;
+// after Close the answer is BadShutdown. The request holds held until it is answered
+// (or its channel ends). run gets the pending request and answers it with
 // Pending.Answer; it must not wait on I/O (see Job).
-func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.RequestHeader, owner Owner, cost int, stage Stage, job func(*Pending)) {
+func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.RequestHeader, j Job, held hold, run func(*Pending)) {
 	pd := &Pending{a: &p.Answerer, req: req, h: h}
 	if h.TimeoutHint > 0 {
 		timeout := time.Duration(h.TimeoutHint) * time.Millisecond
@@ -251,12 +378,20 @@ func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.Reques
 	} else {
 		pd.Ctx, pd.cancel = context.WithCancel(ctx)
 	}
-	p.outstanding.track(pd)
-	ok, retryAfter := p.queue.Push(Job{Owner: owner, Cost: cost, Stage: stage, Run: func() {
+	// The context ends however the request ends (answered, timed out, channel gone):
+	// then it leaves the registry of Cancel and gives its charge back.
+	pd.held = held
+	if done := p.outstanding.track(pd); done != nil {
+		context.AfterFunc(pd.Ctx, done)
+	} else if held.ledger != nil {
+		context.AfterFunc(pd.Ctx, held.release)
+	}
+	j.Run = func() {
 		if !pd.Done() {
-			job(pd)
+			run(pd)
 		}
-	}})
+	}
+	ok, retryAfter := p.queue.Push(j)
 	if ok {
 		return
 	}
@@ -264,9 +399,7 @@ func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.Reques
 		pd.Answer(p.Fault(h, status.BadShutdown))
 		return
 	}
-	f := p.Fault(h, status.BadServerTooBusy)
-	f.ResponseHeader.AdditionalHeader = retryAfterHeader(retryAfter)
-	pd.Answer(f)
+	pd.Answer(p.busy(h, retryAfter))
 }
 
 // Outstanding returns the registry of the requests Cancel can reach.

@@ -33,6 +33,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func(n
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if n := cfg.Limits.ListenBacklog; n > 0 {
+		if err := setBacklog(ln, n); err != nil {
+			log.Warn("limits.listenBacklog not applied", "backlog", n, "err", err)
+		}
+	}
 	if _, port, err := net.SplitHostPort(cfg.Endpoint.ListenAddress); err == nil && port == "0" {
 		if u, err := url.Parse(cfg.Endpoint.EndpointURL); err == nil {
 			_, bound, _ := net.SplitHostPort(ln.Addr().String())
@@ -163,6 +168,7 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 			diagnostics.Metric{Name: "uastack_node_manager_guests_replaced_total", Kind: "counter", Labels: label, Value: float64(t.Replaced),
 				Help: "Guests (WASM instances, plugin processes) started in place of one that broke or hung."})
 	}
+	metrics = append(metrics, s.admissionMetrics()...)
 	return s.diag.WriteMetrics(w, metrics...)
 }
 

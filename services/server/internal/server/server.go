@@ -22,6 +22,7 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
+	"uastack.dev/services/server/internal/admission"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
@@ -79,6 +80,12 @@ type Server struct {
 	demo         *demo.Demo // nil when the demo namespace is off
 	channels     *uasc.Server
 	startTime    codec.DateTime
+
+	// admission decides who may connect, establish a session and queue requests, and
+	// how clients share each stage (limits.isolationProfile).
+	admission *admission.Controller
+	// rejections rate-limits the log lines of admission refusals.
+	rejections rejectionLog
 
 	// routes maps each namespace to the node manager that serves it.
 	routes *routing.Routes
@@ -168,16 +175,19 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.buildSubscriptions()
+	if err := s.buildAdmission(); err != nil {
+		return nil, err
+	}
 	s.pipe, err = pipeline.New(pipeline.Config{
 		Now:      now,
 		Log:      log,
 		Sessions: s.sessions,
-		Queue: pipeline.NewQueue(cfg.Limits.MaxQueuedRequestCount,
-			cfg.Limits.MinRequestThreadCount, cfg.Limits.MaxRequestThreadCount, now),
+		Queue:    s.newQueue(),
 		Answered: s.diag.Answered,
 		// The inline Read hands its request back unchanged, so a poll that repeats it
 		// is not decoded again.
-		Repeat: true,
+		Repeat:    true,
+		Admission: s.admission,
 	}, s.services())
 	if err != nil {
 		return nil, err
@@ -212,6 +222,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		},
 		UACP:            uacpConfig(cfg),
 		MaxChannelCount: cfg.Limits.MaxChannelCount,
+		Admit:           s.admission.AdmitConnection,
 		Refused:         s.refused,
 		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
 		// transport deadlines and the reassembly budget
@@ -283,7 +294,8 @@ func noBound(d time.Duration) time.Duration {
 }
 
 // refused logs and counts a connection the accept loop turned away before reading it
-// (limits.maxChannelCount).
+// (limits.maxChannelCount, or the admission: its refusals are logged by
+// admissionRejected).
 func (s *Server) refused(r uasc.Refusal) {
 	s.diag.ConnectionRefused()
 	if r.MaxChannelCount > 0 {

@@ -155,6 +155,9 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 	if code != status.Good {
 		return r.Fault(code)
 	}
+	if key, ok := session.TokenKey(h.AuthenticationToken); ok {
+		s.admission.SessionActivated(key, ch.RemoteAddr())
+	}
 	s.events.system("Session activated: " + rec.SessionID.String())
 	return &ua.ActivateSessionResponse{ResponseHeader: r.ResponseHeader(status.Good), ServerNonce: nonce}
 }
