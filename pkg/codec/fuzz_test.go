@@ -168,10 +168,18 @@ func FuzzDecodeBudget(f *testing.F) {
 			{"DiagnosticInfo", func() { d.DiagnosticInfo(&di) }},
 			{"ExtensionObject", func() { d.ExtensionObject(&x) }},
 		} {
-			d.Reset(wire)
-			spent := binAllocated(c.decode)
+			measure := func() int {
+				d.Reset(wire)
+				return binAllocated(c.decode)
+			}
+			spent := measure()
 			if err := d.Err(); err != nil && err != errDecoding && err != errLimits {
 				t.Fatalf("%s: decode failed with %v", c.name, err)
+			}
+			// The counters are the process's: another goroutine of the fuzzing engine may
+			// allocate meanwhile. What the decoder allocates comes back every time.
+			for i := 0; i < 3 && spent > budget+binBudgetSlack(budget); i++ {
+				spent = min(spent, measure())
 			}
 			if spent > budget+binBudgetSlack(budget) {
 				t.Fatalf("%s: %d bytes allocated for %d on the wire, over the budget of %d×: %d\nbytes: % x",

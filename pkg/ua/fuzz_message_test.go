@@ -88,16 +88,27 @@ func FuzzDecodeMessageBudget(f *testing.F) {
 		l := codec.Limits{MaxDecodeMultiple: 1 + int(data[0]%16), MinDecodeBudget: 1}
 		wire := data[1:]
 		budget := l.MaxDecodeMultiple * len(wire)
-		d := codec.NewDecoderLimits(wire, l)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		m := d.Message()
-		runtime.ReadMemStats(&after)
-		if d.Err() != nil && m != nil {
-			t.Fatal("a failed decode returned a message")
+		d := codec.NewDecoderLimits(nil, l)
+		measure := func() int {
+			var before, after runtime.MemStats
+			d.Reset(wire)
+			runtime.ReadMemStats(&before)
+			m := d.Message()
+			runtime.ReadMemStats(&after)
+			if d.Err() != nil && m != nil {
+				t.Fatal("a failed decode returned a message")
+			}
+			return int(after.TotalAlloc - before.TotalAlloc)
 		}
-		// Size classes round an allocation up by at most 1/8.
-		if spent := int(after.TotalAlloc - before.TotalAlloc); spent > budget+budget/8+512 {
+		// Size classes round an allocation up by at most 1/8. The counters are the
+		// process's: another goroutine of the fuzzing engine may allocate meanwhile, but
+		// what the decoder allocates comes back every time.
+		bound := budget + budget/8 + 512
+		spent := measure()
+		for i := 0; i < 3 && spent > bound; i++ {
+			spent = min(spent, measure())
+		}
+		if spent > bound {
 			t.Fatalf("%d bytes allocated for %d on the wire, over the budget of %d×: %d\nbytes: % x",
 				spent, len(wire), l.MaxDecodeMultiple, budget, wire)
 		}
