@@ -155,6 +155,7 @@ func TestArrayAmplifiedRequest(t *testing.T) {
 		len(body), elapsed, growth>>20, base[0].Value.Uint64()>>20, reads.Load())
 	require.Less(t, growth, int64(300e6), "heap growth while decoding")
 	requireFault(t, resp, err, status.BadEncodingLimitsExceeded, 0)
+	require.Positive(t, reads.Load(), "Reads served while the request was decoded")
 
 	// The attacker's channel is still open: its next request gets an answer of its own.
 	resp, err = attacker.Request(ctx, &ua.ReadRequest{RequestHeader: ua.RequestHeader{RequestHandle: 8},
