@@ -1,6 +1,9 @@
 package codec
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // Limits bound what a Decoder accepts. They are checked before any buffer or slice is made.
 // A zero field means "use the default".
@@ -73,9 +76,12 @@ func (l Limits) withDefaults() Limits {
 }
 
 // decodeBudget returns the bytes of memory a message of size bytes may take once decoded.
+// Reset calls it for every message, so it multiplies with an overflow check instead of
+// dividing.
 func (l *Limits) decodeBudget(size int) int {
-	if size > math.MaxInt/l.MaxDecodeMultiple {
+	hi, lo := bits.Mul64(uint64(size), uint64(l.MaxDecodeMultiple))
+	if hi != 0 || lo > math.MaxInt {
 		return math.MaxInt
 	}
-	return max(size*l.MaxDecodeMultiple, l.MinDecodeBudget)
+	return max(int(lo), l.MinDecodeBudget)
 }
