@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -322,6 +323,7 @@ var binStructInfo = &codec.TypeInfo{
 	DataType:       codec.NewNumericNodeId(binNS, 1),
 	BinaryEncoding: codec.NewNumericNodeId(binNS, 2),
 	New:            func() codec.Structure { return new(binStruct) },
+	Size:           int(unsafe.Sizeof(binStruct{})),
 }
 
 func init() {

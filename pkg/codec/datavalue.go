@@ -1,6 +1,10 @@
 package codec
 
-import "uastack.dev/pkg/status"
+import (
+	"unsafe"
+
+	"uastack.dev/pkg/status"
+)
 
 // DataValue is a value with its status and timestamps (Part 4 §7.11, Part 6 §5.2.2.17).
 // Fields at their zero value are left out of the encoding, as the mask allows.
@@ -199,7 +203,7 @@ func (d *Decoder) DiagnosticInfo(v *DiagnosticInfo) {
 	if mask&HasInnerStatusCode != 0 {
 		v.InnerStatusCode = status.Code(d.UInt32())
 	}
-	if mask&HasInnerDiagnosticInfo != 0 && d.Enter() {
+	if mask&HasInnerDiagnosticInfo != 0 && d.Charge(int(unsafe.Sizeof(*v))) && d.Enter() {
 		v.InnerDiagnosticInfo = new(DiagnosticInfo)
 		d.DiagnosticInfo(v.InnerDiagnosticInfo)
 		d.Leave()

@@ -10,15 +10,17 @@ import (
 // Decoder reads OPC UA binary values from a byte slice.
 //
 // Every length read from the wire is checked against the Limits and against the bytes left
-// before memory is allocated. The first error sticks: once Err is set, every read returns
-// a zero value and consumes nothing, so callers check Err once at the end. Decoded strings
-// and byte strings are copies; nothing returned aliases the input. A Decoder is not safe
-// for concurrent use.
+// before memory is allocated, and the memory the decoded values take is charged against a
+// budget of Limits.MaxDecodeMultiple times the message's size (see Charge). The first
+// error sticks: once Err is set, every read returns a zero value and consumes nothing, so
+// callers check Err once at the end. Decoded strings and byte strings are copies; nothing
+// returned aliases the input. A Decoder is not safe for concurrent use.
 type Decoder struct {
 	buf    []byte
 	pos    int
 	err    error
 	depth  int
+	budget int // bytes of memory the values of this message may still take (see Charge)
 	limits Limits
 	ids    *idCache // nil unless CacheNodeIds turned it on
 }
@@ -38,19 +40,25 @@ func NewDecoderLimits(b []byte, l Limits) *Decoder {
 	return d
 }
 
-// Reset makes d read b from its start and forgets any error. The limits are kept.
+// Reset makes d read b from its start and forgets any error. The limits are kept, and the
+// decode budget starts afresh from len(b).
 func (d *Decoder) Reset(b []byte) {
 	if d.limits.MaxDepth == 0 {
 		d.limits = DefaultLimits
 	}
 	d.buf, d.pos, d.err, d.depth = b, 0, nil, 0
+	d.budget = d.limits.decodeBudget(len(b))
 	if len(b) > d.limits.MaxMessageSize {
 		d.Fail(status.BadEncodingLimitsExceeded)
 	}
 }
 
-// SetLimits replaces the limits; zero fields take the defaults.
-func (d *Decoder) SetLimits(l Limits) { d.limits = l.withDefaults() }
+// SetLimits replaces the limits; zero fields take the defaults. The decode budget starts
+// afresh from the size of the buffer.
+func (d *Decoder) SetLimits(l Limits) {
+	d.limits = l.withDefaults()
+	d.budget = d.limits.decodeBudget(len(d.buf))
+}
 
 // Limits returns the limits in force.
 func (d *Decoder) Limits() Limits { return d.limits }
@@ -70,6 +78,24 @@ func (d *Decoder) Fail(err error) {
 		d.err = err
 	}
 	d.pos = len(d.buf)
+}
+
+// Charge counts n bytes of memory that a decoded value is about to take against the
+// message's budget, Limits.MaxDecodeMultiple times its size on the wire (at least
+// Limits.MinDecodeBudget), and reports whether they fit. When they do not, it fails the
+// decode with BadEncodingLimitsExceeded and reports false, and the caller allocates
+// nothing. The Decoder charges its own allocations (arrays, strings, byte strings, boxed
+// and nested values); a decoder of a structure calls Charge before it makes memory the
+// Decoder does not, such as an optional field's value, and reads arrays with
+// SizedArrayLength.
+func (d *Decoder) Charge(n int) bool {
+	// Unsigned, so that a negative n (an overflowed product) does not fit.
+	if uint(n) <= uint(d.budget) {
+		d.budget -= n
+		return true
+	}
+	d.Fail(status.BadEncodingLimitsExceeded)
+	return false
 }
 
 // take returns the next n bytes, or nil after recording BadDecodingError when fewer remain.
@@ -200,6 +226,9 @@ func (d *Decoder) String() string {
 	case n == 0:
 		return EmptyString
 	}
+	if !d.Charge(n) {
+		return ""
+	}
 	s := string(d.buf[d.pos : d.pos+n])
 	d.pos += n
 	return s
@@ -211,7 +240,7 @@ func (d *Decoder) XmlElement() string { return d.String() }
 // ByteString reads a ByteString: nil when null, a non-nil empty slice when empty.
 func (d *Decoder) ByteString() []byte {
 	n := d.length(d.limits.MaxByteStringLength)
-	if n < 0 {
+	if n < 0 || !d.Charge(n) {
 		return nil
 	}
 	b := make([]byte, n)
@@ -222,7 +251,8 @@ func (d *Decoder) ByteString() []byte {
 
 // ArrayLength reads an array's Int32 length prefix; -1 means null (or an error). Each
 // element takes at least minSize bytes on the wire, so a length the remaining bytes
-// cannot hold fails before the caller allocates.
+// cannot hold fails before the caller allocates. It charges nothing against the decode
+// budget: a caller that makes a slice of the length uses SizedArrayLength.
 func (d *Decoder) ArrayLength(minSize int) int {
 	n := d.Int32()
 	if d.err != nil || n < 0 {
@@ -237,6 +267,18 @@ func (d *Decoder) ArrayLength(minSize int) int {
 		return -1
 	}
 	return int(n)
+}
+
+// SizedArrayLength is ArrayLength for an array whose elements take elemSize bytes each in
+// memory (unsafe.Sizeof of one): it charges the slice, length × elemSize, against the
+// decode budget (see Charge), so that a length the budget cannot hold fails with
+// BadEncodingLimitsExceeded before the caller allocates.
+func (d *Decoder) SizedArrayLength(minSize, elemSize int) int {
+	n := d.ArrayLength(minSize)
+	if n > 0 && !d.Charge(n*elemSize) {
+		return -1
+	}
+	return n
 }
 
 // Enter counts one level of nesting and reports whether it is within MaxDepth. Each Enter

@@ -25,6 +25,10 @@ type TypeInfo struct {
 	XMLEncoding    NodeId
 	JSONEncoding   NodeId
 	New            func() Structure
+	// Size is the size in memory of a value New makes (unsafe.Sizeof), which a Decoder
+	// charges against its decode budget before it makes one (see Decoder.Charge); the
+	// generated types set it. A type registered without it is charged nothing.
+	Size int
 }
 
 // registry maps encoding and DataType ids to types. Generated packages fill it at init;
@@ -169,12 +173,15 @@ func (d *Decoder) ExtensionObject(x *ExtensionObject) {
 		t = LookupType(x.TypeID)
 	}
 	if t == nil || !t.BinaryEncoding.Equal(x.TypeID) {
+		if !d.Charge(n) {
+			return
+		}
 		x.Body = make([]byte, n)
 		copy(x.Body, d.buf[d.pos:])
 		d.pos += n
 		return
 	}
-	if !d.Enter() {
+	if !d.Charge(t.Size) || !d.Enter() {
 		return
 	}
 	// Decode the body within its declared length: a body that reads past it or leaves

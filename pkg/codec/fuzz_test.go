@@ -3,7 +3,8 @@ package codec_test
 // Fuzz targets for the binary decoder. The property for every target: decoding never
 // panics and fails only with BadDecodingError or BadEncodingLimitsExceeded; a value that
 // decodes re-encodes without error, decodes again to an equal value, and re-encodes to
-// the same bytes (the encoder's output is canonical). Crashers live in
+// the same bytes (the encoder's output is canonical). FuzzDecodeBudget checks the decode
+// budget instead: nothing allocates beyond it. Crashers live in
 // testdata/fuzz/<Name>/ and run as regression tests with plain `go test`.
 //
 // Run one at a time, e.g.
@@ -126,5 +127,64 @@ func FuzzDecodeNodeId(f *testing.F) {
 		binFuzzRoundTrip(t, data, binNodeIdCodec)
 		binFuzzRoundTrip(t, data, binExpandedNodeIdCodec)
 		binFuzzCachedNodeIds(t, data)
+	})
+}
+
+// FuzzDecodeBudget decodes any input as each amplifying type under a decode budget of a
+// multiple (1 to 16, from the first byte) of its size, and checks what the allocator hands
+// out: never more than the budget, but for the rounding of its size classes. A decode that
+// fits may fail for any other reason; one that allocates beyond the budget is a value the
+// Decoder does not charge for.
+func FuzzDecodeBudget(f *testing.F) {
+	for _, a := range binAmplifiers {
+		for _, n := range []int{1, 7, 64} {
+			f.Add(binCat([]byte{12}, binAmplifiedArray(a.typ, a.elem, n)))
+		}
+	}
+	f.Add(binCat([]byte{3}, binNestVariantArrays(5)))
+	f.Add(binCat([]byte{3}, binNestDataValues(5)))
+	f.Add(binCat([]byte{3}, binNestExtObj(4)))
+	f.Add(binCat([]byte{3}, binNestMixed(9)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 {
+			return
+		}
+		l := codec.Limits{MaxDecodeMultiple: 1 + int(data[0]%16), MinDecodeBudget: 1}
+		wire := data[1:]
+		budget := l.MaxDecodeMultiple * len(wire)
+		d := codec.NewDecoderLimits(nil, l)
+		var (
+			v  codec.Variant
+			dv codec.DataValue
+			di codec.DiagnosticInfo
+			x  codec.ExtensionObject
+		)
+		for _, c := range []struct {
+			name   string
+			decode func()
+		}{
+			{"Variant", func() { d.Variant(&v) }},
+			{"DataValue", func() { d.DataValue(&dv) }},
+			{"DiagnosticInfo", func() { d.DiagnosticInfo(&di) }},
+			{"ExtensionObject", func() { d.ExtensionObject(&x) }},
+		} {
+			measure := func() int {
+				d.Reset(wire)
+				return binAllocated(c.decode)
+			}
+			spent := measure()
+			if err := d.Err(); err != nil && err != errDecoding && err != errLimits {
+				t.Fatalf("%s: decode failed with %v", c.name, err)
+			}
+			// The counters are the process's: another goroutine of the fuzzing engine may
+			// allocate meanwhile. What the decoder allocates comes back every time.
+			for i := 0; i < 3 && spent > budget+binBudgetSlack(budget); i++ {
+				spent = min(spent, measure())
+			}
+			if spent > budget+binBudgetSlack(budget) {
+				t.Fatalf("%s: %d bytes allocated for %d on the wire, over the budget of %d×: %d\nbytes: % x",
+					c.name, spent, len(wire), l.MaxDecodeMultiple, budget, wire)
+			}
+		}
 	})
 }

@@ -6,6 +6,7 @@ package codec_test
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +33,7 @@ var jsonPointInfo = &codec.TypeInfo{
 	BinaryEncoding: codec.NewNumericNodeId(jsonNS, 2),
 	JSONEncoding:   codec.NewNumericNodeId(jsonNS, 3),
 	New:            func() codec.Structure { return new(jsonPoint) },
+	Size:           int(unsafe.Sizeof(jsonPoint{})),
 }
 
 func init() {
@@ -68,7 +70,7 @@ func (p *jsonPoint) DecodeBinary(d *codec.Decoder) {
 	p.ID = d.Int32()
 	p.Name = d.String()
 	p.Mode = d.Int32()
-	if n := d.ArrayLength(4); n >= 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(""))); n >= 0 {
 		p.Tags = make([]string, n)
 		for i := range p.Tags {
 			p.Tags[i] = d.String()

@@ -50,8 +50,13 @@ func (d *Decoder) MessageInto(spare Structure) Structure {
 	return d.messageBody(t.New())
 }
 
-// messageBody decodes the body of a message into v; trailing bytes are an error.
+// messageBody decodes the body of a message into v; trailing bytes are an error. v counts
+// against the decode budget whether it is new or a spare, so that whether a message fits
+// does not depend on what was decoded before it.
 func (d *Decoder) messageBody(v Structure) Structure {
+	if !d.Charge(v.TypeInfo().Size) {
+		return nil
+	}
 	v.DecodeBinary(d)
 	if d.err == nil && d.pos != len(d.buf) {
 		d.Fail(status.BadDecodingError)

@@ -264,13 +264,16 @@ func (d *Decoder) nodeIDBody(b byte) NodeId {
 		case n == 0:
 			return NodeId{ns: ns, typ: IDString, str: EmptyString}
 		}
+		if !d.Charge(n) {
+			return NodeId{}
+		}
 		s := d.ids.str(d.buf[d.pos : d.pos+n])
 		d.pos += n
 		return NodeId{ns: ns, typ: IDString, str: s}
 	case nodeIDGuid:
 		ns := d.UInt16()
 		raw := d.take(16)
-		if raw == nil {
+		if raw == nil || !d.Charge(len(raw)) {
 			return NodeId{}
 		}
 		return NodeId{ns: ns, typ: IDGuid, str: d.ids.str(raw)}
@@ -279,6 +282,9 @@ func (d *Decoder) nodeIDBody(b byte) NodeId {
 		n := d.length(d.limits.MaxByteStringLength)
 		if n <= 0 {
 			return NodeId{ns: ns, typ: IDOpaque}
+		}
+		if !d.Charge(n) {
+			return NodeId{}
 		}
 		s := d.ids.str(d.buf[d.pos : d.pos+n])
 		d.pos += n

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"uastack.dev/pkg/status"
 )
@@ -783,6 +784,31 @@ var minSize = [typeCount]int{
 	TypeExtensionObject: 3, TypeDataValue: 1, TypeVariant: 1, TypeDiagnosticInfo: 1,
 }
 
+// memSize is the size in memory of an array element of each type, charged against the
+// decode budget before an array is made (see Decoder.Charge).
+var memSize = [typeCount]int{
+	TypeBoolean: 1, TypeSByte: 1, TypeByte: 1, TypeInt16: 2, TypeUInt16: 2, TypeInt32: 4,
+	TypeUInt32: 4, TypeInt64: 8, TypeUInt64: 8, TypeFloat: 4, TypeDouble: 8,
+	TypeString:          int(unsafe.Sizeof("")),
+	TypeDateTime:        int(unsafe.Sizeof(DateTime(0))),
+	TypeGuid:            int(unsafe.Sizeof(Guid{})),
+	TypeByteString:      int(unsafe.Sizeof([]byte(nil))),
+	TypeXmlElement:      int(unsafe.Sizeof("")),
+	TypeNodeId:          int(unsafe.Sizeof(NodeId{})),
+	TypeExpandedNodeId:  int(unsafe.Sizeof(ExpandedNodeId{})),
+	TypeStatusCode:      int(unsafe.Sizeof(status.Code(0))),
+	TypeQualifiedName:   int(unsafe.Sizeof(QualifiedName{})),
+	TypeLocalizedText:   int(unsafe.Sizeof(LocalizedText{})),
+	TypeExtensionObject: int(unsafe.Sizeof(ExtensionObject{})),
+	TypeDataValue:       int(unsafe.Sizeof(DataValue{})),
+	TypeVariant:         int(unsafe.Sizeof(Variant{})),
+	TypeDiagnosticInfo:  int(unsafe.Sizeof(DiagnosticInfo{})),
+}
+
+// boxedSliceSize is what storing a non-nil slice in a Variant's interface allocates: the
+// slice header.
+const boxedSliceSize = int(unsafe.Sizeof([]byte(nil)))
+
 // Variant reads a Variant into v.
 func (d *Decoder) Variant(v *Variant) {
 	*v = Variant{}
@@ -832,9 +858,12 @@ func (d *Decoder) Variant(v *Variant) {
 // ("If one or more dimensions has a length <= 0 then the ArrayLength is 0"); such shapes
 // and single dimensions stay flat arrays, since an encoder does not write them.
 func (d *Decoder) arrayDimensions(v *Variant, flat any) bool {
-	n := d.ArrayLength(4)
+	n := d.SizedArrayLength(4, int(unsafe.Sizeof(int32(0))))
 	if n <= 0 {
 		d.Fail(status.BadDecodingError)
+		return false
+	}
+	if !d.Charge(int(unsafe.Sizeof(matrix{}))) {
 		return false
 	}
 	dims := make([]int32, n)
@@ -894,7 +923,7 @@ func (d *Decoder) variantScalar(v *Variant, t TypeID) {
 	case TypeByteString:
 		v.str = d.byteStringAsString()
 	case TypeGuid:
-		if b := d.take(16); b != nil {
+		if b := d.take(16); b != nil && d.Charge(len(b)) {
 			v.str = string(b)
 		}
 	case TypeNodeId:
@@ -903,25 +932,34 @@ func (d *Decoder) variantScalar(v *Variant, t TypeID) {
 	case TypeQualifiedName:
 		v.num = uint64(d.UInt16())
 		v.str = d.String()
+	// The values below are boxed in v.obj, so each is an allocation of its own.
 	case TypeExpandedNodeId:
-		v.obj = d.ExpandedNodeId()
+		if d.Charge(memSize[t]) {
+			v.obj = d.ExpandedNodeId()
+		}
 	case TypeLocalizedText:
-		v.obj = d.LocalizedText()
+		if d.Charge(memSize[t]) {
+			v.obj = d.LocalizedText()
+		}
 	case TypeExtensionObject:
-		var x ExtensionObject
-		d.ExtensionObject(&x)
-		v.obj = x
+		if d.Charge(memSize[t]) {
+			var x ExtensionObject
+			d.ExtensionObject(&x)
+			v.obj = x
+		}
 	case TypeDataValue:
-		if d.Enter() {
+		if d.Charge(memSize[t]) && d.Enter() {
 			x := new(DataValue)
 			d.DataValue(x)
 			d.Leave()
 			v.obj = x
 		}
 	case TypeDiagnosticInfo:
-		x := new(DiagnosticInfo)
-		d.DiagnosticInfo(x)
-		v.obj = x
+		if d.Charge(memSize[t]) {
+			x := new(DiagnosticInfo)
+			d.DiagnosticInfo(x)
+			v.obj = x
+		}
 	default:
 		// A Variant cannot hold a scalar Variant.
 		d.Fail(status.BadDecodingError)
@@ -940,6 +978,9 @@ func (d *Decoder) byteStringAsString() string {
 	case n == 0:
 		return EmptyString
 	}
+	if !d.Charge(n) {
+		return ""
+	}
 	s := string(d.buf[d.pos : d.pos+n])
 	d.pos += n
 	return s
@@ -948,7 +989,7 @@ func (d *Decoder) byteStringAsString() string {
 // array reads the length and elements of an array of t into a typed slice.
 func (d *Decoder) array(t TypeID) any {
 	n := d.ArrayLength(minSize[t])
-	if n < 0 {
+	if n < 0 || !d.Charge(n*memSize[t]+boxedSliceSize) {
 		return nullSlice(t)
 	}
 	switch t {

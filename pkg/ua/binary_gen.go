@@ -30,6 +30,8 @@
 package ua
 
 import (
+	"unsafe"
+
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 )
@@ -70,7 +72,7 @@ func (v *AdditionalParametersType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *AdditionalParametersType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.Parameters[0]))); n < 0 {
 		v.Parameters = nil
 	} else {
 		if cap(v.Parameters) < n || v.Parameters == nil {
@@ -370,7 +372,7 @@ func (v *TrustListDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TrustListDataType) DecodeBinary(d *codec.Decoder) {
 	v.SpecifiedLists = d.UInt32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.TrustedCertificates[0]))); n < 0 {
 		v.TrustedCertificates = nil
 	} else {
 		if cap(v.TrustedCertificates) < n || v.TrustedCertificates == nil {
@@ -382,7 +384,7 @@ func (v *TrustListDataType) DecodeBinary(d *codec.Decoder) {
 			v.TrustedCertificates[i] = d.ByteString()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.TrustedCrls[0]))); n < 0 {
 		v.TrustedCrls = nil
 	} else {
 		if cap(v.TrustedCrls) < n || v.TrustedCrls == nil {
@@ -394,7 +396,7 @@ func (v *TrustListDataType) DecodeBinary(d *codec.Decoder) {
 			v.TrustedCrls[i] = d.ByteString()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.IssuerCertificates[0]))); n < 0 {
 		v.IssuerCertificates = nil
 	} else {
 		if cap(v.IssuerCertificates) < n || v.IssuerCertificates == nil {
@@ -406,7 +408,7 @@ func (v *TrustListDataType) DecodeBinary(d *codec.Decoder) {
 			v.IssuerCertificates[i] = d.ByteString()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.IssuerCrls[0]))); n < 0 {
 		v.IssuerCrls = nil
 	} else {
 		if cap(v.IssuerCrls) < n || v.IssuerCrls == nil {
@@ -460,7 +462,7 @@ func (v *DataTypeSchemaHeader) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DataTypeSchemaHeader) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Namespaces[0]))); n < 0 {
 		v.Namespaces = nil
 	} else {
 		if cap(v.Namespaces) < n || v.Namespaces == nil {
@@ -472,7 +474,7 @@ func (v *DataTypeSchemaHeader) DecodeBinary(d *codec.Decoder) {
 			v.Namespaces[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(20); n < 0 {
+	if n := d.SizedArrayLength(20, int(unsafe.Sizeof(v.StructureDataTypes[0]))); n < 0 {
 		v.StructureDataTypes = nil
 	} else {
 		if cap(v.StructureDataTypes) < n || v.StructureDataTypes == nil {
@@ -484,7 +486,7 @@ func (v *DataTypeSchemaHeader) DecodeBinary(d *codec.Decoder) {
 			v.StructureDataTypes[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(13); n < 0 {
+	if n := d.SizedArrayLength(13, int(unsafe.Sizeof(v.EnumDataTypes[0]))); n < 0 {
 		v.EnumDataTypes = nil
 	} else {
 		if cap(v.EnumDataTypes) < n || v.EnumDataTypes == nil {
@@ -496,7 +498,7 @@ func (v *DataTypeSchemaHeader) DecodeBinary(d *codec.Decoder) {
 			v.EnumDataTypes[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(11); n < 0 {
+	if n := d.SizedArrayLength(11, int(unsafe.Sizeof(v.SimpleDataTypes[0]))); n < 0 {
 		v.SimpleDataTypes = nil
 	} else {
 		if cap(v.SimpleDataTypes) < n || v.SimpleDataTypes == nil {
@@ -606,7 +608,7 @@ func (v *UABinaryFileDataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *UABinaryFileDataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Namespaces[0]))); n < 0 {
 		v.Namespaces = nil
 	} else {
 		if cap(v.Namespaces) < n || v.Namespaces == nil {
@@ -618,7 +620,7 @@ func (v *UABinaryFileDataType) DecodeBinary(d *codec.Decoder) {
 			v.Namespaces[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(20); n < 0 {
+	if n := d.SizedArrayLength(20, int(unsafe.Sizeof(v.StructureDataTypes[0]))); n < 0 {
 		v.StructureDataTypes = nil
 	} else {
 		if cap(v.StructureDataTypes) < n || v.StructureDataTypes == nil {
@@ -630,7 +632,7 @@ func (v *UABinaryFileDataType) DecodeBinary(d *codec.Decoder) {
 			v.StructureDataTypes[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(13); n < 0 {
+	if n := d.SizedArrayLength(13, int(unsafe.Sizeof(v.EnumDataTypes[0]))); n < 0 {
 		v.EnumDataTypes = nil
 	} else {
 		if cap(v.EnumDataTypes) < n || v.EnumDataTypes == nil {
@@ -642,7 +644,7 @@ func (v *UABinaryFileDataType) DecodeBinary(d *codec.Decoder) {
 			v.EnumDataTypes[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(11); n < 0 {
+	if n := d.SizedArrayLength(11, int(unsafe.Sizeof(v.SimpleDataTypes[0]))); n < 0 {
 		v.SimpleDataTypes = nil
 	} else {
 		if cap(v.SimpleDataTypes) < n || v.SimpleDataTypes == nil {
@@ -655,7 +657,7 @@ func (v *UABinaryFileDataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.SchemaLocation = d.String()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.FileHeader[0]))); n < 0 {
 		v.FileHeader = nil
 	} else {
 		if cap(v.FileHeader) < n || v.FileHeader == nil {
@@ -744,7 +746,7 @@ func (v *DataSetMetaDataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DataSetMetaDataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Namespaces[0]))); n < 0 {
 		v.Namespaces = nil
 	} else {
 		if cap(v.Namespaces) < n || v.Namespaces == nil {
@@ -756,7 +758,7 @@ func (v *DataSetMetaDataType) DecodeBinary(d *codec.Decoder) {
 			v.Namespaces[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(20); n < 0 {
+	if n := d.SizedArrayLength(20, int(unsafe.Sizeof(v.StructureDataTypes[0]))); n < 0 {
 		v.StructureDataTypes = nil
 	} else {
 		if cap(v.StructureDataTypes) < n || v.StructureDataTypes == nil {
@@ -768,7 +770,7 @@ func (v *DataSetMetaDataType) DecodeBinary(d *codec.Decoder) {
 			v.StructureDataTypes[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(13); n < 0 {
+	if n := d.SizedArrayLength(13, int(unsafe.Sizeof(v.EnumDataTypes[0]))); n < 0 {
 		v.EnumDataTypes = nil
 	} else {
 		if cap(v.EnumDataTypes) < n || v.EnumDataTypes == nil {
@@ -780,7 +782,7 @@ func (v *DataSetMetaDataType) DecodeBinary(d *codec.Decoder) {
 			v.EnumDataTypes[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(11); n < 0 {
+	if n := d.SizedArrayLength(11, int(unsafe.Sizeof(v.SimpleDataTypes[0]))); n < 0 {
 		v.SimpleDataTypes = nil
 	} else {
 		if cap(v.SimpleDataTypes) < n || v.SimpleDataTypes == nil {
@@ -794,7 +796,7 @@ func (v *DataSetMetaDataType) DecodeBinary(d *codec.Decoder) {
 	}
 	v.Name = d.String()
 	v.Description = d.LocalizedText()
-	if n := d.ArrayLength(42); n < 0 {
+	if n := d.SizedArrayLength(42, int(unsafe.Sizeof(v.Fields[0]))); n < 0 {
 		v.Fields = nil
 	} else {
 		if cap(v.Fields) < n || v.Fields == nil {
@@ -840,7 +842,7 @@ func (v *FieldMetaData) DecodeBinary(d *codec.Decoder) {
 	v.BuiltInType = d.Byte()
 	v.DataType = d.NodeId()
 	v.ValueRank = d.Int32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ArrayDimensions[0]))); n < 0 {
 		v.ArrayDimensions = nil
 	} else {
 		if cap(v.ArrayDimensions) < n || v.ArrayDimensions == nil {
@@ -854,7 +856,7 @@ func (v *FieldMetaData) DecodeBinary(d *codec.Decoder) {
 	}
 	v.MaxStringLength = d.UInt32()
 	v.DataSetFieldId = d.Guid()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.Properties[0]))); n < 0 {
 		v.Properties = nil
 	} else {
 		if cap(v.Properties) < n || v.Properties == nil {
@@ -902,7 +904,7 @@ func (v *PublishedDataSetDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PublishedDataSetDataType) DecodeBinary(d *codec.Decoder) {
 	v.Name = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.DataSetFolder[0]))); n < 0 {
 		v.DataSetFolder = nil
 	} else {
 		if cap(v.DataSetFolder) < n || v.DataSetFolder == nil {
@@ -915,7 +917,7 @@ func (v *PublishedDataSetDataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.DataSetMetaData.DecodeBinary(d)
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.ExtensionFields[0]))); n < 0 {
 		v.ExtensionFields = nil
 	} else {
 		if cap(v.ExtensionFields) < n || v.ExtensionFields == nil {
@@ -966,7 +968,7 @@ func (v *PublishedVariableDataType) DecodeBinary(d *codec.Decoder) {
 	v.DeadbandValue = d.Double()
 	v.IndexRange = d.String()
 	d.Variant(&v.SubstituteValue)
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.MetaDataProperties[0]))); n < 0 {
 		v.MetaDataProperties = nil
 	} else {
 		if cap(v.MetaDataProperties) < n || v.MetaDataProperties == nil {
@@ -992,7 +994,7 @@ func (v *PublishedDataItemsDataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PublishedDataItemsDataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(35); n < 0 {
+	if n := d.SizedArrayLength(35, int(unsafe.Sizeof(v.PublishedData[0]))); n < 0 {
 		v.PublishedData = nil
 	} else {
 		if cap(v.PublishedData) < n || v.PublishedData == nil {
@@ -1021,7 +1023,7 @@ func (v *PublishedEventsDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PublishedEventsDataType) DecodeBinary(d *codec.Decoder) {
 	v.EventNotifier = d.NodeId()
-	if n := d.ArrayLength(14); n < 0 {
+	if n := d.SizedArrayLength(14, int(unsafe.Sizeof(v.SelectedFields[0]))); n < 0 {
 		v.SelectedFields = nil
 	} else {
 		if cap(v.SelectedFields) < n || v.SelectedFields == nil {
@@ -1074,7 +1076,7 @@ func (v *DataSetWriterDataType) DecodeBinary(d *codec.Decoder) {
 	v.DataSetFieldContentMask = DataSetFieldContentMask(d.UInt32())
 	v.KeyFrameCount = d.UInt32()
 	v.DataSetName = d.String()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.DataSetWriterProperties[0]))); n < 0 {
 		v.DataSetWriterProperties = nil
 	} else {
 		if cap(v.DataSetWriterProperties) < n || v.DataSetWriterProperties == nil {
@@ -1135,7 +1137,7 @@ func (v *PubSubGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.Enabled = d.Boolean()
 	v.SecurityMode = MessageSecurityMode(d.Int32())
 	v.SecurityGroupId = d.String()
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.SecurityKeyServices[0]))); n < 0 {
 		v.SecurityKeyServices = nil
 	} else {
 		if cap(v.SecurityKeyServices) < n || v.SecurityKeyServices == nil {
@@ -1148,7 +1150,7 @@ func (v *PubSubGroupDataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.MaxNetworkMessageSize = d.UInt32()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.GroupProperties[0]))); n < 0 {
 		v.GroupProperties = nil
 	} else {
 		if cap(v.GroupProperties) < n || v.GroupProperties == nil {
@@ -1202,7 +1204,7 @@ func (v *WriterGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.Enabled = d.Boolean()
 	v.SecurityMode = MessageSecurityMode(d.Int32())
 	v.SecurityGroupId = d.String()
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.SecurityKeyServices[0]))); n < 0 {
 		v.SecurityKeyServices = nil
 	} else {
 		if cap(v.SecurityKeyServices) < n || v.SecurityKeyServices == nil {
@@ -1215,7 +1217,7 @@ func (v *WriterGroupDataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.MaxNetworkMessageSize = d.UInt32()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.GroupProperties[0]))); n < 0 {
 		v.GroupProperties = nil
 	} else {
 		if cap(v.GroupProperties) < n || v.GroupProperties == nil {
@@ -1231,7 +1233,7 @@ func (v *WriterGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.PublishingInterval = d.Double()
 	v.KeepAliveTime = d.Double()
 	v.Priority = d.Byte()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LocaleIds[0]))); n < 0 {
 		v.LocaleIds = nil
 	} else {
 		if cap(v.LocaleIds) < n || v.LocaleIds == nil {
@@ -1246,7 +1248,7 @@ func (v *WriterGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.HeaderLayoutUri = d.String()
 	d.ExtensionObject(&v.TransportSettings)
 	d.ExtensionObject(&v.MessageSettings)
-	if n := d.ArrayLength(29); n < 0 {
+	if n := d.SizedArrayLength(29, int(unsafe.Sizeof(v.DataSetWriters[0]))); n < 0 {
 		v.DataSetWriters = nil
 	} else {
 		if cap(v.DataSetWriters) < n || v.DataSetWriters == nil {
@@ -1311,7 +1313,7 @@ func (v *PubSubConnectionDataType) DecodeBinary(d *codec.Decoder) {
 	d.Variant(&v.PublisherId)
 	v.TransportProfileUri = d.String()
 	d.ExtensionObject(&v.Address)
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.ConnectionProperties[0]))); n < 0 {
 		v.ConnectionProperties = nil
 	} else {
 		if cap(v.ConnectionProperties) < n || v.ConnectionProperties == nil {
@@ -1324,7 +1326,7 @@ func (v *PubSubConnectionDataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	d.ExtensionObject(&v.TransportSettings)
-	if n := d.ArrayLength(62); n < 0 {
+	if n := d.SizedArrayLength(62, int(unsafe.Sizeof(v.WriterGroups[0]))); n < 0 {
 		v.WriterGroups = nil
 	} else {
 		if cap(v.WriterGroups) < n || v.WriterGroups == nil {
@@ -1336,7 +1338,7 @@ func (v *PubSubConnectionDataType) DecodeBinary(d *codec.Decoder) {
 			v.WriterGroups[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(35); n < 0 {
+	if n := d.SizedArrayLength(35, int(unsafe.Sizeof(v.ReaderGroups[0]))); n < 0 {
 		v.ReaderGroups = nil
 	} else {
 		if cap(v.ReaderGroups) < n || v.ReaderGroups == nil {
@@ -1417,7 +1419,7 @@ func (v *ReaderGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.Enabled = d.Boolean()
 	v.SecurityMode = MessageSecurityMode(d.Int32())
 	v.SecurityGroupId = d.String()
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.SecurityKeyServices[0]))); n < 0 {
 		v.SecurityKeyServices = nil
 	} else {
 		if cap(v.SecurityKeyServices) < n || v.SecurityKeyServices == nil {
@@ -1430,7 +1432,7 @@ func (v *ReaderGroupDataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.MaxNetworkMessageSize = d.UInt32()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.GroupProperties[0]))); n < 0 {
 		v.GroupProperties = nil
 	} else {
 		if cap(v.GroupProperties) < n || v.GroupProperties == nil {
@@ -1444,7 +1446,7 @@ func (v *ReaderGroupDataType) DecodeBinary(d *codec.Decoder) {
 	}
 	d.ExtensionObject(&v.TransportSettings)
 	d.ExtensionObject(&v.MessageSettings)
-	if n := d.ArrayLength(104); n < 0 {
+	if n := d.SizedArrayLength(104, int(unsafe.Sizeof(v.DataSetReaders[0]))); n < 0 {
 		v.DataSetReaders = nil
 	} else {
 		if cap(v.DataSetReaders) < n || v.DataSetReaders == nil {
@@ -1521,7 +1523,7 @@ func (v *DataSetReaderDataType) DecodeBinary(d *codec.Decoder) {
 	v.HeaderLayoutUri = d.String()
 	v.SecurityMode = MessageSecurityMode(d.Int32())
 	v.SecurityGroupId = d.String()
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.SecurityKeyServices[0]))); n < 0 {
 		v.SecurityKeyServices = nil
 	} else {
 		if cap(v.SecurityKeyServices) < n || v.SecurityKeyServices == nil {
@@ -1533,7 +1535,7 @@ func (v *DataSetReaderDataType) DecodeBinary(d *codec.Decoder) {
 			v.SecurityKeyServices[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.DataSetReaderProperties[0]))); n < 0 {
 		v.DataSetReaderProperties = nil
 	} else {
 		if cap(v.DataSetReaderProperties) < n || v.DataSetReaderProperties == nil {
@@ -1592,7 +1594,7 @@ func (v *TargetVariablesDataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TargetVariablesDataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(35); n < 0 {
+	if n := d.SizedArrayLength(35, int(unsafe.Sizeof(v.TargetVariables[0]))); n < 0 {
 		v.TargetVariables = nil
 	} else {
 		if cap(v.TargetVariables) < n || v.TargetVariables == nil {
@@ -1644,7 +1646,7 @@ func (v *SubscribedDataSetMirrorDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SubscribedDataSetMirrorDataType) DecodeBinary(d *codec.Decoder) {
 	v.ParentNodeName = d.String()
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.RolePermissions[0]))); n < 0 {
 		v.RolePermissions = nil
 	} else {
 		if cap(v.RolePermissions) < n || v.RolePermissions == nil {
@@ -1675,7 +1677,7 @@ func (v *PubSubConfigurationDataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PubSubConfigurationDataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(64); n < 0 {
+	if n := d.SizedArrayLength(64, int(unsafe.Sizeof(v.PublishedDataSets[0]))); n < 0 {
 		v.PublishedDataSets = nil
 	} else {
 		if cap(v.PublishedDataSets) < n || v.PublishedDataSets == nil {
@@ -1687,7 +1689,7 @@ func (v *PubSubConfigurationDataType) DecodeBinary(d *codec.Decoder) {
 			v.PublishedDataSets[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(28); n < 0 {
+	if n := d.SizedArrayLength(28, int(unsafe.Sizeof(v.Connections[0]))); n < 0 {
 		v.Connections = nil
 	} else {
 		if cap(v.Connections) < n || v.Connections == nil {
@@ -1730,7 +1732,7 @@ func (v *StandaloneSubscribedDataSetDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *StandaloneSubscribedDataSetDataType) DecodeBinary(d *codec.Decoder) {
 	v.Name = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.DataSetFolder[0]))); n < 0 {
 		v.DataSetFolder = nil
 	} else {
 		if cap(v.DataSetFolder) < n || v.DataSetFolder == nil {
@@ -1773,7 +1775,7 @@ func (v *SecurityGroupDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SecurityGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.Name = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.SecurityGroupFolder[0]))); n < 0 {
 		v.SecurityGroupFolder = nil
 	} else {
 		if cap(v.SecurityGroupFolder) < n || v.SecurityGroupFolder == nil {
@@ -1790,7 +1792,7 @@ func (v *SecurityGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.MaxFutureKeyCount = d.UInt32()
 	v.MaxPastKeyCount = d.UInt32()
 	v.SecurityGroupId = d.String()
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.RolePermissions[0]))); n < 0 {
 		v.RolePermissions = nil
 	} else {
 		if cap(v.RolePermissions) < n || v.RolePermissions == nil {
@@ -1802,7 +1804,7 @@ func (v *SecurityGroupDataType) DecodeBinary(d *codec.Decoder) {
 			v.RolePermissions[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.GroupProperties[0]))); n < 0 {
 		v.GroupProperties = nil
 	} else {
 		if cap(v.GroupProperties) < n || v.GroupProperties == nil {
@@ -1843,7 +1845,7 @@ func (v *PubSubKeyPushTargetDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PubSubKeyPushTargetDataType) DecodeBinary(d *codec.Decoder) {
 	v.ApplicationUri = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.PushTargetFolder[0]))); n < 0 {
 		v.PushTargetFolder = nil
 	} else {
 		if cap(v.PushTargetFolder) < n || v.PushTargetFolder == nil {
@@ -1860,7 +1862,7 @@ func (v *PubSubKeyPushTargetDataType) DecodeBinary(d *codec.Decoder) {
 	v.UserTokenType.DecodeBinary(d)
 	v.RequestedKeyCount = d.UInt16()
 	v.RetryInterval = d.Double()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.PushTargetProperties[0]))); n < 0 {
 		v.PushTargetProperties = nil
 	} else {
 		if cap(v.PushTargetProperties) < n || v.PushTargetProperties == nil {
@@ -1872,7 +1874,7 @@ func (v *PubSubKeyPushTargetDataType) DecodeBinary(d *codec.Decoder) {
 			v.PushTargetProperties[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.SecurityGroups[0]))); n < 0 {
 		v.SecurityGroups = nil
 	} else {
 		if cap(v.SecurityGroups) < n || v.SecurityGroups == nil {
@@ -1928,7 +1930,7 @@ func (v *PubSubConfiguration2DataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(64); n < 0 {
+	if n := d.SizedArrayLength(64, int(unsafe.Sizeof(v.PublishedDataSets[0]))); n < 0 {
 		v.PublishedDataSets = nil
 	} else {
 		if cap(v.PublishedDataSets) < n || v.PublishedDataSets == nil {
@@ -1940,7 +1942,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 			v.PublishedDataSets[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(28); n < 0 {
+	if n := d.SizedArrayLength(28, int(unsafe.Sizeof(v.Connections[0]))); n < 0 {
 		v.Connections = nil
 	} else {
 		if cap(v.Connections) < n || v.Connections == nil {
@@ -1953,7 +1955,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.Enabled = d.Boolean()
-	if n := d.ArrayLength(60); n < 0 {
+	if n := d.SizedArrayLength(60, int(unsafe.Sizeof(v.SubscribedDataSets[0]))); n < 0 {
 		v.SubscribedDataSets = nil
 	} else {
 		if cap(v.SubscribedDataSets) < n || v.SubscribedDataSets == nil {
@@ -1965,7 +1967,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 			v.SubscribedDataSets[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(49); n < 0 {
+	if n := d.SizedArrayLength(49, int(unsafe.Sizeof(v.DataSetClasses[0]))); n < 0 {
 		v.DataSetClasses = nil
 	} else {
 		if cap(v.DataSetClasses) < n || v.DataSetClasses == nil {
@@ -1977,7 +1979,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 			v.DataSetClasses[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.DefaultSecurityKeyServices[0]))); n < 0 {
 		v.DefaultSecurityKeyServices = nil
 	} else {
 		if cap(v.DefaultSecurityKeyServices) < n || v.DefaultSecurityKeyServices == nil {
@@ -1989,7 +1991,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 			v.DefaultSecurityKeyServices[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(40); n < 0 {
+	if n := d.SizedArrayLength(40, int(unsafe.Sizeof(v.SecurityGroups[0]))); n < 0 {
 		v.SecurityGroups = nil
 	} else {
 		if cap(v.SecurityGroups) < n || v.SecurityGroups == nil {
@@ -2001,7 +2003,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 			v.SecurityGroups[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(54); n < 0 {
+	if n := d.SizedArrayLength(54, int(unsafe.Sizeof(v.PubSubKeyPushTargets[0]))); n < 0 {
 		v.PubSubKeyPushTargets = nil
 	} else {
 		if cap(v.PubSubKeyPushTargets) < n || v.PubSubKeyPushTargets == nil {
@@ -2014,7 +2016,7 @@ func (v *PubSubConfiguration2DataType) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.ConfigurationVersion = d.UInt32()
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.ConfigurationProperties[0]))); n < 0 {
 		v.ConfigurationProperties = nil
 	} else {
 		if cap(v.ConfigurationProperties) < n || v.ConfigurationProperties == nil {
@@ -2048,7 +2050,7 @@ func (v *UadpWriterGroupMessageDataType) DecodeBinary(d *codec.Decoder) {
 	v.DataSetOrdering = DataSetOrderingType(d.Int32())
 	v.NetworkMessageContentMask = UadpNetworkMessageContentMask(d.UInt32())
 	v.SamplingOffset = d.Double()
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.PublishingOffset[0]))); n < 0 {
 		v.PublishingOffset = nil
 	} else {
 		if cap(v.PublishingOffset) < n || v.PublishingOffset == nil {
@@ -2232,7 +2234,7 @@ func (v *DatagramConnectionTransport2DataType) DecodeBinary(d *codec.Decoder) {
 	v.DiscoveryAnnounceRate = d.UInt32()
 	v.DiscoveryMaxMessageSize = d.UInt32()
 	v.QosCategory = d.String()
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.DatagramQos[0]))); n < 0 {
 		v.DatagramQos = nil
 	} else {
 		if cap(v.DatagramQos) < n || v.DatagramQos == nil {
@@ -2282,7 +2284,7 @@ func (v *DatagramWriterGroupTransport2DataType) DecodeBinary(d *codec.Decoder) {
 	v.MessageRepeatDelay = d.Double()
 	d.ExtensionObject(&v.Address)
 	v.QosCategory = d.String()
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.DatagramQos[0]))); n < 0 {
 		v.DatagramQos = nil
 	} else {
 		if cap(v.DatagramQos) < n || v.DatagramQos == nil {
@@ -2315,7 +2317,7 @@ func (v *DatagramDataSetReaderTransportDataType) EncodeBinary(e *codec.Encoder) 
 func (v *DatagramDataSetReaderTransportDataType) DecodeBinary(d *codec.Decoder) {
 	d.ExtensionObject(&v.Address)
 	v.QosCategory = d.String()
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.DatagramQos[0]))); n < 0 {
 		v.DatagramQos = nil
 	} else {
 		if cap(v.DatagramQos) < n || v.DatagramQos == nil {
@@ -2452,7 +2454,7 @@ func (v *AliasNameDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *AliasNameDataType) DecodeBinary(d *codec.Decoder) {
 	v.AliasName = d.QualifiedName()
-	if n := d.ArrayLength(2); n < 0 {
+	if n := d.SizedArrayLength(2, int(unsafe.Sizeof(v.ReferencedNodes[0]))); n < 0 {
 		v.ReferencedNodes = nil
 	} else {
 		if cap(v.ReferencedNodes) < n || v.ReferencedNodes == nil {
@@ -2580,7 +2582,7 @@ func (v *StructureField) DecodeBinary(d *codec.Decoder) {
 	v.Description = d.LocalizedText()
 	v.DataType = d.NodeId()
 	v.ValueRank = d.Int32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ArrayDimensions[0]))); n < 0 {
 		v.ArrayDimensions = nil
 	} else {
 		if cap(v.ArrayDimensions) < n || v.ArrayDimensions == nil {
@@ -2614,7 +2616,7 @@ func (v *StructureDefinition) DecodeBinary(d *codec.Decoder) {
 	v.DefaultEncodingId = d.NodeId()
 	v.BaseDataType = d.NodeId()
 	v.StructureType = StructureType(d.Int32())
-	if n := d.ArrayLength(20); n < 0 {
+	if n := d.SizedArrayLength(20, int(unsafe.Sizeof(v.Fields[0]))); n < 0 {
 		v.Fields = nil
 	} else {
 		if cap(v.Fields) < n || v.Fields == nil {
@@ -2640,7 +2642,7 @@ func (v *EnumDefinition) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *EnumDefinition) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(14); n < 0 {
+	if n := d.SizedArrayLength(14, int(unsafe.Sizeof(v.Fields[0]))); n < 0 {
 		v.Fields = nil
 	} else {
 		if cap(v.Fields) < n || v.Fields == nil {
@@ -2673,7 +2675,7 @@ func (v *Argument) DecodeBinary(d *codec.Decoder) {
 	v.Name = d.String()
 	v.DataType = d.NodeId()
 	v.ValueRank = d.Int32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ArrayDimensions[0]))); n < 0 {
 		v.ArrayDimensions = nil
 	} else {
 		if cap(v.ArrayDimensions) < n || v.ArrayDimensions == nil {
@@ -2774,7 +2776,7 @@ func (v *ApplicationDescription) DecodeBinary(d *codec.Decoder) {
 	v.ApplicationType = ApplicationType(d.Int32())
 	v.GatewayServerUri = d.String()
 	v.DiscoveryProfileUri = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.DiscoveryUrls[0]))); n < 0 {
 		v.DiscoveryUrls = nil
 	} else {
 		if cap(v.DiscoveryUrls) < n || v.DiscoveryUrls == nil {
@@ -2833,7 +2835,7 @@ func (v *ResponseHeader) DecodeBinary(d *codec.Decoder) {
 	v.RequestHandle = d.UInt32()
 	v.ServiceResult = d.StatusCode()
 	d.DiagnosticInfo(&v.ServiceDiagnostics)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.StringTable[0]))); n < 0 {
 		v.StringTable = nil
 	} else {
 		if cap(v.StringTable) < n || v.StringTable == nil {
@@ -2883,7 +2885,7 @@ func (v *SessionlessInvokeRequestType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SessionlessInvokeRequestType) DecodeBinary(d *codec.Decoder) {
 	v.UrisVersion = d.UInt32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.NamespaceUris[0]))); n < 0 {
 		v.NamespaceUris = nil
 	} else {
 		if cap(v.NamespaceUris) < n || v.NamespaceUris == nil {
@@ -2895,7 +2897,7 @@ func (v *SessionlessInvokeRequestType) DecodeBinary(d *codec.Decoder) {
 			v.NamespaceUris[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ServerUris[0]))); n < 0 {
 		v.ServerUris = nil
 	} else {
 		if cap(v.ServerUris) < n || v.ServerUris == nil {
@@ -2907,7 +2909,7 @@ func (v *SessionlessInvokeRequestType) DecodeBinary(d *codec.Decoder) {
 			v.ServerUris[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LocaleIds[0]))); n < 0 {
 		v.LocaleIds = nil
 	} else {
 		if cap(v.LocaleIds) < n || v.LocaleIds == nil {
@@ -2939,7 +2941,7 @@ func (v *SessionlessInvokeResponseType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SessionlessInvokeResponseType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.NamespaceUris[0]))); n < 0 {
 		v.NamespaceUris = nil
 	} else {
 		if cap(v.NamespaceUris) < n || v.NamespaceUris == nil {
@@ -2951,7 +2953,7 @@ func (v *SessionlessInvokeResponseType) DecodeBinary(d *codec.Decoder) {
 			v.NamespaceUris[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ServerUris[0]))); n < 0 {
 		v.ServerUris = nil
 	} else {
 		if cap(v.ServerUris) < n || v.ServerUris == nil {
@@ -2986,7 +2988,7 @@ func (v *FindServersRequest) EncodeBinary(e *codec.Encoder) {
 func (v *FindServersRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.EndpointUrl = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LocaleIds[0]))); n < 0 {
 		v.LocaleIds = nil
 	} else {
 		if cap(v.LocaleIds) < n || v.LocaleIds == nil {
@@ -2998,7 +3000,7 @@ func (v *FindServersRequest) DecodeBinary(d *codec.Decoder) {
 			v.LocaleIds[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ServerUris[0]))); n < 0 {
 		v.ServerUris = nil
 	} else {
 		if cap(v.ServerUris) < n || v.ServerUris == nil {
@@ -3026,7 +3028,7 @@ func (v *FindServersResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *FindServersResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(25); n < 0 {
+	if n := d.SizedArrayLength(25, int(unsafe.Sizeof(v.Servers[0]))); n < 0 {
 		v.Servers = nil
 	} else {
 		if cap(v.Servers) < n || v.Servers == nil {
@@ -3058,7 +3060,7 @@ func (v *ServerOnNetwork) DecodeBinary(d *codec.Decoder) {
 	v.RecordId = d.UInt32()
 	v.ServerName = d.String()
 	v.DiscoveryUrl = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ServerCapabilities[0]))); n < 0 {
 		v.ServerCapabilities = nil
 	} else {
 		if cap(v.ServerCapabilities) < n || v.ServerCapabilities == nil {
@@ -3090,7 +3092,7 @@ func (v *FindServersOnNetworkRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.StartingRecordId = d.UInt32()
 	v.MaxRecordsToReturn = d.UInt32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ServerCapabilityFilter[0]))); n < 0 {
 		v.ServerCapabilityFilter = nil
 	} else {
 		if cap(v.ServerCapabilityFilter) < n || v.ServerCapabilityFilter == nil {
@@ -3120,7 +3122,7 @@ func (v *FindServersOnNetworkResponse) EncodeBinary(e *codec.Encoder) {
 func (v *FindServersOnNetworkResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
 	v.LastCounterResetTime = d.DateTime()
-	if n := d.ArrayLength(16); n < 0 {
+	if n := d.SizedArrayLength(16, int(unsafe.Sizeof(v.Servers[0]))); n < 0 {
 		v.Servers = nil
 	} else {
 		if cap(v.Servers) < n || v.Servers == nil {
@@ -3178,7 +3180,7 @@ func (v *EndpointDescription) DecodeBinary(d *codec.Decoder) {
 	v.ServerCertificate = d.ByteString()
 	v.SecurityMode = MessageSecurityMode(d.Int32())
 	v.SecurityPolicyUri = d.String()
-	if n := d.ArrayLength(20); n < 0 {
+	if n := d.SizedArrayLength(20, int(unsafe.Sizeof(v.UserIdentityTokens[0]))); n < 0 {
 		v.UserIdentityTokens = nil
 	} else {
 		if cap(v.UserIdentityTokens) < n || v.UserIdentityTokens == nil {
@@ -3214,7 +3216,7 @@ func (v *GetEndpointsRequest) EncodeBinary(e *codec.Encoder) {
 func (v *GetEndpointsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.EndpointUrl = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LocaleIds[0]))); n < 0 {
 		v.LocaleIds = nil
 	} else {
 		if cap(v.LocaleIds) < n || v.LocaleIds == nil {
@@ -3226,7 +3228,7 @@ func (v *GetEndpointsRequest) DecodeBinary(d *codec.Decoder) {
 			v.LocaleIds[i] = d.String()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ProfileUris[0]))); n < 0 {
 		v.ProfileUris = nil
 	} else {
 		if cap(v.ProfileUris) < n || v.ProfileUris == nil {
@@ -3254,7 +3256,7 @@ func (v *GetEndpointsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *GetEndpointsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.Endpoints[0]))); n < 0 {
 		v.Endpoints = nil
 	} else {
 		if cap(v.Endpoints) < n || v.Endpoints == nil {
@@ -3292,7 +3294,7 @@ func (v *RegisteredServer) EncodeBinary(e *codec.Encoder) {
 func (v *RegisteredServer) DecodeBinary(d *codec.Decoder) {
 	v.ServerUri = d.String()
 	v.ProductUri = d.String()
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.ServerNames[0]))); n < 0 {
 		v.ServerNames = nil
 	} else {
 		if cap(v.ServerNames) < n || v.ServerNames == nil {
@@ -3306,7 +3308,7 @@ func (v *RegisteredServer) DecodeBinary(d *codec.Decoder) {
 	}
 	v.ServerType = ApplicationType(d.Int32())
 	v.GatewayServerUri = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.DiscoveryUrls[0]))); n < 0 {
 		v.DiscoveryUrls = nil
 	} else {
 		if cap(v.DiscoveryUrls) < n || v.DiscoveryUrls == nil {
@@ -3372,7 +3374,7 @@ func (v *MdnsDiscoveryConfiguration) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *MdnsDiscoveryConfiguration) DecodeBinary(d *codec.Decoder) {
 	v.MdnsServerName = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ServerCapabilities[0]))); n < 0 {
 		v.ServerCapabilities = nil
 	} else {
 		if cap(v.ServerCapabilities) < n || v.ServerCapabilities == nil {
@@ -3402,7 +3404,7 @@ func (v *RegisterServer2Request) EncodeBinary(e *codec.Encoder) {
 func (v *RegisterServer2Request) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.Server.DecodeBinary(d)
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.DiscoveryConfiguration[0]))); n < 0 {
 		v.DiscoveryConfiguration = nil
 	} else {
 		if cap(v.DiscoveryConfiguration) < n || v.DiscoveryConfiguration == nil {
@@ -3434,7 +3436,7 @@ func (v *RegisterServer2Response) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *RegisterServer2Response) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ConfigurationResults[0]))); n < 0 {
 		v.ConfigurationResults = nil
 	} else {
 		if cap(v.ConfigurationResults) < n || v.ConfigurationResults == nil {
@@ -3446,7 +3448,7 @@ func (v *RegisterServer2Response) DecodeBinary(d *codec.Decoder) {
 			v.ConfigurationResults[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -3628,7 +3630,7 @@ func (v *CreateSessionResponse) DecodeBinary(d *codec.Decoder) {
 	v.RevisedSessionTimeout = d.Double()
 	v.ServerNonce = d.ByteString()
 	v.ServerCertificate = d.ByteString()
-	if n := d.ArrayLength(50); n < 0 {
+	if n := d.SizedArrayLength(50, int(unsafe.Sizeof(v.ServerEndpoints[0]))); n < 0 {
 		v.ServerEndpoints = nil
 	} else {
 		if cap(v.ServerEndpoints) < n || v.ServerEndpoints == nil {
@@ -3640,7 +3642,7 @@ func (v *CreateSessionResponse) DecodeBinary(d *codec.Decoder) {
 			v.ServerEndpoints[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.ServerSoftwareCertificates[0]))); n < 0 {
 		v.ServerSoftwareCertificates = nil
 	} else {
 		if cap(v.ServerSoftwareCertificates) < n || v.ServerSoftwareCertificates == nil {
@@ -3750,7 +3752,7 @@ func (v *ActivateSessionRequest) EncodeBinary(e *codec.Encoder) {
 func (v *ActivateSessionRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.ClientSignature.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.ClientSoftwareCertificates[0]))); n < 0 {
 		v.ClientSoftwareCertificates = nil
 	} else {
 		if cap(v.ClientSoftwareCertificates) < n || v.ClientSoftwareCertificates == nil {
@@ -3762,7 +3764,7 @@ func (v *ActivateSessionRequest) DecodeBinary(d *codec.Decoder) {
 			v.ClientSoftwareCertificates[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LocaleIds[0]))); n < 0 {
 		v.LocaleIds = nil
 	} else {
 		if cap(v.LocaleIds) < n || v.LocaleIds == nil {
@@ -3798,7 +3800,7 @@ func (v *ActivateSessionResponse) EncodeBinary(e *codec.Encoder) {
 func (v *ActivateSessionResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
 	v.ServerNonce = d.ByteString()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -3810,7 +3812,7 @@ func (v *ActivateSessionResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -3952,7 +3954,7 @@ func (v *VariableAttributes) DecodeBinary(d *codec.Decoder) {
 	d.Variant(&v.Value)
 	v.DataType = d.NodeId()
 	v.ValueRank = d.Int32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ArrayDimensions[0]))); n < 0 {
 		v.ArrayDimensions = nil
 	} else {
 		if cap(v.ArrayDimensions) < n || v.ArrayDimensions == nil {
@@ -4045,7 +4047,7 @@ func (v *VariableTypeAttributes) DecodeBinary(d *codec.Decoder) {
 	d.Variant(&v.Value)
 	v.DataType = d.NodeId()
 	v.ValueRank = d.Int32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ArrayDimensions[0]))); n < 0 {
 		v.ArrayDimensions = nil
 	} else {
 		if cap(v.ArrayDimensions) < n || v.ArrayDimensions == nil {
@@ -4168,7 +4170,7 @@ func (v *GenericAttributes) DecodeBinary(d *codec.Decoder) {
 	v.Description = d.LocalizedText()
 	v.WriteMask = d.UInt32()
 	v.UserWriteMask = d.UInt32()
-	if n := d.ArrayLength(5); n < 0 {
+	if n := d.SizedArrayLength(5, int(unsafe.Sizeof(v.AttributeValues[0]))); n < 0 {
 		v.AttributeValues = nil
 	} else {
 		if cap(v.AttributeValues) < n || v.AttributeValues == nil {
@@ -4234,7 +4236,7 @@ func (v *AddNodesRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *AddNodesRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(21); n < 0 {
+	if n := d.SizedArrayLength(21, int(unsafe.Sizeof(v.NodesToAdd[0]))); n < 0 {
 		v.NodesToAdd = nil
 	} else {
 		if cap(v.NodesToAdd) < n || v.NodesToAdd == nil {
@@ -4266,7 +4268,7 @@ func (v *AddNodesResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *AddNodesResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4278,7 +4280,7 @@ func (v *AddNodesResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4328,7 +4330,7 @@ func (v *AddReferencesRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *AddReferencesRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(15); n < 0 {
+	if n := d.SizedArrayLength(15, int(unsafe.Sizeof(v.ReferencesToAdd[0]))); n < 0 {
 		v.ReferencesToAdd = nil
 	} else {
 		if cap(v.ReferencesToAdd) < n || v.ReferencesToAdd == nil {
@@ -4360,7 +4362,7 @@ func (v *AddReferencesResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *AddReferencesResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4372,7 +4374,7 @@ func (v *AddReferencesResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4414,7 +4416,7 @@ func (v *DeleteNodesRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteNodesRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.NodesToDelete[0]))); n < 0 {
 		v.NodesToDelete = nil
 	} else {
 		if cap(v.NodesToDelete) < n || v.NodesToDelete == nil {
@@ -4446,7 +4448,7 @@ func (v *DeleteNodesResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteNodesResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4458,7 +4460,7 @@ func (v *DeleteNodesResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4506,7 +4508,7 @@ func (v *DeleteReferencesRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteReferencesRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.ReferencesToDelete[0]))); n < 0 {
 		v.ReferencesToDelete = nil
 	} else {
 		if cap(v.ReferencesToDelete) < n || v.ReferencesToDelete == nil {
@@ -4538,7 +4540,7 @@ func (v *DeleteReferencesResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteReferencesResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4550,7 +4552,7 @@ func (v *DeleteReferencesResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4642,7 +4644,7 @@ func (v *BrowseResult) EncodeBinary(e *codec.Encoder) {
 func (v *BrowseResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
 	v.ContinuationPoint = d.ByteString()
-	if n := d.ArrayLength(18); n < 0 {
+	if n := d.SizedArrayLength(18, int(unsafe.Sizeof(v.References[0]))); n < 0 {
 		v.References = nil
 	} else {
 		if cap(v.References) < n || v.References == nil {
@@ -4674,7 +4676,7 @@ func (v *BrowseRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.View.DecodeBinary(d)
 	v.RequestedMaxReferencesPerNode = d.UInt32()
-	if n := d.ArrayLength(17); n < 0 {
+	if n := d.SizedArrayLength(17, int(unsafe.Sizeof(v.NodesToBrowse[0]))); n < 0 {
 		v.NodesToBrowse = nil
 	} else {
 		if cap(v.NodesToBrowse) < n || v.NodesToBrowse == nil {
@@ -4706,7 +4708,7 @@ func (v *BrowseResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *BrowseResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(12); n < 0 {
+	if n := d.SizedArrayLength(12, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4718,7 +4720,7 @@ func (v *BrowseResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4748,7 +4750,7 @@ func (v *BrowseNextRequest) EncodeBinary(e *codec.Encoder) {
 func (v *BrowseNextRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.ReleaseContinuationPoints = d.Boolean()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ContinuationPoints[0]))); n < 0 {
 		v.ContinuationPoints = nil
 	} else {
 		if cap(v.ContinuationPoints) < n || v.ContinuationPoints == nil {
@@ -4780,7 +4782,7 @@ func (v *BrowseNextResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *BrowseNextResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(12); n < 0 {
+	if n := d.SizedArrayLength(12, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4792,7 +4794,7 @@ func (v *BrowseNextResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4836,7 +4838,7 @@ func (v *RelativePath) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *RelativePath) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(10); n < 0 {
+	if n := d.SizedArrayLength(10, int(unsafe.Sizeof(v.Elements[0]))); n < 0 {
 		v.Elements = nil
 	} else {
 		if cap(v.Elements) < n || v.Elements == nil {
@@ -4892,7 +4894,7 @@ func (v *BrowsePathResult) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *BrowsePathResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.Targets[0]))); n < 0 {
 		v.Targets = nil
 	} else {
 		if cap(v.Targets) < n || v.Targets == nil {
@@ -4920,7 +4922,7 @@ func (v *TranslateBrowsePathsToNodeIdsRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TranslateBrowsePathsToNodeIdsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.BrowsePaths[0]))); n < 0 {
 		v.BrowsePaths = nil
 	} else {
 		if cap(v.BrowsePaths) < n || v.BrowsePaths == nil {
@@ -4952,7 +4954,7 @@ func (v *TranslateBrowsePathsToNodeIdsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TranslateBrowsePathsToNodeIdsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -4964,7 +4966,7 @@ func (v *TranslateBrowsePathsToNodeIdsResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -4992,7 +4994,7 @@ func (v *RegisterNodesRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *RegisterNodesRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(2); n < 0 {
+	if n := d.SizedArrayLength(2, int(unsafe.Sizeof(v.NodesToRegister[0]))); n < 0 {
 		v.NodesToRegister = nil
 	} else {
 		if cap(v.NodesToRegister) < n || v.NodesToRegister == nil {
@@ -5020,7 +5022,7 @@ func (v *RegisterNodesResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *RegisterNodesResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(2); n < 0 {
+	if n := d.SizedArrayLength(2, int(unsafe.Sizeof(v.RegisteredNodeIds[0]))); n < 0 {
 		v.RegisteredNodeIds = nil
 	} else {
 		if cap(v.RegisteredNodeIds) < n || v.RegisteredNodeIds == nil {
@@ -5048,7 +5050,7 @@ func (v *UnregisterNodesRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *UnregisterNodesRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(2); n < 0 {
+	if n := d.SizedArrayLength(2, int(unsafe.Sizeof(v.NodesToUnregister[0]))); n < 0 {
 		v.NodesToUnregister = nil
 	} else {
 		if cap(v.NodesToUnregister) < n || v.NodesToUnregister == nil {
@@ -5134,7 +5136,7 @@ func (v *NodeTypeDescription) EncodeBinary(e *codec.Encoder) {
 func (v *NodeTypeDescription) DecodeBinary(d *codec.Decoder) {
 	v.TypeDefinitionNode = d.ExpandedNodeId()
 	v.IncludeSubTypes = d.Boolean()
-	if n := d.ArrayLength(12); n < 0 {
+	if n := d.SizedArrayLength(12, int(unsafe.Sizeof(v.DataToReturn[0]))); n < 0 {
 		v.DataToReturn = nil
 	} else {
 		if cap(v.DataToReturn) < n || v.DataToReturn == nil {
@@ -5164,7 +5166,7 @@ func (v *QueryDataSet) EncodeBinary(e *codec.Encoder) {
 func (v *QueryDataSet) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.ExpandedNodeId()
 	v.TypeDefinitionNode = d.ExpandedNodeId()
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.Values[0]))); n < 0 {
 		v.Values = nil
 	} else {
 		if cap(v.Values) < n || v.Values == nil {
@@ -5196,7 +5198,7 @@ func (v *NodeReference) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.NodeId()
 	v.ReferenceTypeId = d.NodeId()
 	v.IsForward = d.Boolean()
-	if n := d.ArrayLength(2); n < 0 {
+	if n := d.SizedArrayLength(2, int(unsafe.Sizeof(v.ReferencedNodeIds[0]))); n < 0 {
 		v.ReferencedNodeIds = nil
 	} else {
 		if cap(v.ReferencedNodeIds) < n || v.ReferencedNodeIds == nil {
@@ -5224,7 +5226,7 @@ func (v *ContentFilterElement) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ContentFilterElement) DecodeBinary(d *codec.Decoder) {
 	v.FilterOperator = FilterOperator(d.Int32())
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.FilterOperands[0]))); n < 0 {
 		v.FilterOperands = nil
 	} else {
 		if cap(v.FilterOperands) < n || v.FilterOperands == nil {
@@ -5250,7 +5252,7 @@ func (v *ContentFilter) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ContentFilter) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.Elements[0]))); n < 0 {
 		v.Elements = nil
 	} else {
 		if cap(v.Elements) < n || v.Elements == nil {
@@ -5334,7 +5336,7 @@ func (v *SimpleAttributeOperand) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SimpleAttributeOperand) DecodeBinary(d *codec.Decoder) {
 	v.TypeDefinitionId = d.NodeId()
-	if n := d.ArrayLength(6); n < 0 {
+	if n := d.SizedArrayLength(6, int(unsafe.Sizeof(v.BrowsePath[0]))); n < 0 {
 		v.BrowsePath = nil
 	} else {
 		if cap(v.BrowsePath) < n || v.BrowsePath == nil {
@@ -5368,7 +5370,7 @@ func (v *ContentFilterElementResult) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ContentFilterElementResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.OperandStatusCodes[0]))); n < 0 {
 		v.OperandStatusCodes = nil
 	} else {
 		if cap(v.OperandStatusCodes) < n || v.OperandStatusCodes == nil {
@@ -5380,7 +5382,7 @@ func (v *ContentFilterElementResult) DecodeBinary(d *codec.Decoder) {
 			v.OperandStatusCodes[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.OperandDiagnosticInfos[0]))); n < 0 {
 		v.OperandDiagnosticInfos = nil
 	} else {
 		if cap(v.OperandDiagnosticInfos) < n || v.OperandDiagnosticInfos == nil {
@@ -5410,7 +5412,7 @@ func (v *ContentFilterResult) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ContentFilterResult) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(12); n < 0 {
+	if n := d.SizedArrayLength(12, int(unsafe.Sizeof(v.ElementResults[0]))); n < 0 {
 		v.ElementResults = nil
 	} else {
 		if cap(v.ElementResults) < n || v.ElementResults == nil {
@@ -5422,7 +5424,7 @@ func (v *ContentFilterResult) DecodeBinary(d *codec.Decoder) {
 			v.ElementResults[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.ElementDiagnosticInfos[0]))); n < 0 {
 		v.ElementDiagnosticInfos = nil
 	} else {
 		if cap(v.ElementDiagnosticInfos) < n || v.ElementDiagnosticInfos == nil {
@@ -5454,7 +5456,7 @@ func (v *ParsingResult) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ParsingResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.DataStatusCodes[0]))); n < 0 {
 		v.DataStatusCodes = nil
 	} else {
 		if cap(v.DataStatusCodes) < n || v.DataStatusCodes == nil {
@@ -5466,7 +5468,7 @@ func (v *ParsingResult) DecodeBinary(d *codec.Decoder) {
 			v.DataStatusCodes[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DataDiagnosticInfos[0]))); n < 0 {
 		v.DataDiagnosticInfos = nil
 	} else {
 		if cap(v.DataDiagnosticInfos) < n || v.DataDiagnosticInfos == nil {
@@ -5499,7 +5501,7 @@ func (v *QueryFirstRequest) EncodeBinary(e *codec.Encoder) {
 func (v *QueryFirstRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.View.DecodeBinary(d)
-	if n := d.ArrayLength(7); n < 0 {
+	if n := d.SizedArrayLength(7, int(unsafe.Sizeof(v.NodeTypes[0]))); n < 0 {
 		v.NodeTypes = nil
 	} else {
 		if cap(v.NodeTypes) < n || v.NodeTypes == nil {
@@ -5540,7 +5542,7 @@ func (v *QueryFirstResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *QueryFirstResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.QueryDataSets[0]))); n < 0 {
 		v.QueryDataSets = nil
 	} else {
 		if cap(v.QueryDataSets) < n || v.QueryDataSets == nil {
@@ -5553,7 +5555,7 @@ func (v *QueryFirstResponse) DecodeBinary(d *codec.Decoder) {
 		}
 	}
 	v.ContinuationPoint = d.ByteString()
-	if n := d.ArrayLength(12); n < 0 {
+	if n := d.SizedArrayLength(12, int(unsafe.Sizeof(v.ParsingResults[0]))); n < 0 {
 		v.ParsingResults = nil
 	} else {
 		if cap(v.ParsingResults) < n || v.ParsingResults == nil {
@@ -5565,7 +5567,7 @@ func (v *QueryFirstResponse) DecodeBinary(d *codec.Decoder) {
 			v.ParsingResults[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -5611,7 +5613,7 @@ func (v *QueryNextResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *QueryNextResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.QueryDataSets[0]))); n < 0 {
 		v.QueryDataSets = nil
 	} else {
 		if cap(v.QueryDataSets) < n || v.QueryDataSets == nil {
@@ -5662,7 +5664,7 @@ func (v *ReadRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.MaxAge = d.Double()
 	v.TimestampsToReturn = TimestampsToReturn(d.Int32())
-	if n := d.ArrayLength(16); n < 0 {
+	if n := d.SizedArrayLength(16, int(unsafe.Sizeof(v.NodesToRead[0]))); n < 0 {
 		v.NodesToRead = nil
 	} else {
 		if cap(v.NodesToRead) < n || v.NodesToRead == nil {
@@ -5694,7 +5696,7 @@ func (v *ReadResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ReadResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -5706,7 +5708,7 @@ func (v *ReadResponse) DecodeBinary(d *codec.Decoder) {
 			d.DataValue(&v.Results[i])
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -5841,7 +5843,7 @@ func (v *ReadProcessedDetails) DecodeBinary(d *codec.Decoder) {
 	v.StartTime = d.DateTime()
 	v.EndTime = d.DateTime()
 	v.ProcessingInterval = d.Double()
-	if n := d.ArrayLength(2); n < 0 {
+	if n := d.SizedArrayLength(2, int(unsafe.Sizeof(v.AggregateType[0]))); n < 0 {
 		v.AggregateType = nil
 	} else {
 		if cap(v.AggregateType) < n || v.AggregateType == nil {
@@ -5869,7 +5871,7 @@ func (v *ReadAtTimeDetails) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ReadAtTimeDetails) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.ReqTimes[0]))); n < 0 {
 		v.ReqTimes = nil
 	} else {
 		if cap(v.ReqTimes) < n || v.ReqTimes == nil {
@@ -5896,7 +5898,7 @@ func (v *ReadAnnotationDataDetails) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ReadAnnotationDataDetails) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.ReqTimes[0]))); n < 0 {
 		v.ReqTimes = nil
 	} else {
 		if cap(v.ReqTimes) < n || v.ReqTimes == nil {
@@ -5922,7 +5924,7 @@ func (v *HistoryData) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryData) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DataValues[0]))); n < 0 {
 		v.DataValues = nil
 	} else {
 		if cap(v.DataValues) < n || v.DataValues == nil {
@@ -5968,7 +5970,7 @@ func (v *HistoryModifiedData) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryModifiedData) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DataValues[0]))); n < 0 {
 		v.DataValues = nil
 	} else {
 		if cap(v.DataValues) < n || v.DataValues == nil {
@@ -5980,7 +5982,7 @@ func (v *HistoryModifiedData) DecodeBinary(d *codec.Decoder) {
 			d.DataValue(&v.DataValues[i])
 		}
 	}
-	if n := d.ArrayLength(16); n < 0 {
+	if n := d.SizedArrayLength(16, int(unsafe.Sizeof(v.ModificationInfos[0]))); n < 0 {
 		v.ModificationInfos = nil
 	} else {
 		if cap(v.ModificationInfos) < n || v.ModificationInfos == nil {
@@ -6006,7 +6008,7 @@ func (v *HistoryEvent) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryEvent) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Events[0]))); n < 0 {
 		v.Events = nil
 	} else {
 		if cap(v.Events) < n || v.Events == nil {
@@ -6036,7 +6038,7 @@ func (v *HistoryModifiedEvent) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryModifiedEvent) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Events[0]))); n < 0 {
 		v.Events = nil
 	} else {
 		if cap(v.Events) < n || v.Events == nil {
@@ -6048,7 +6050,7 @@ func (v *HistoryModifiedEvent) DecodeBinary(d *codec.Decoder) {
 			v.Events[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(16); n < 0 {
+	if n := d.SizedArrayLength(16, int(unsafe.Sizeof(v.ModificationInfos[0]))); n < 0 {
 		v.ModificationInfos = nil
 	} else {
 		if cap(v.ModificationInfos) < n || v.ModificationInfos == nil {
@@ -6082,7 +6084,7 @@ func (v *HistoryReadRequest) DecodeBinary(d *codec.Decoder) {
 	d.ExtensionObject(&v.HistoryReadDetails)
 	v.TimestampsToReturn = TimestampsToReturn(d.Int32())
 	v.ReleaseContinuationPoints = d.Boolean()
-	if n := d.ArrayLength(16); n < 0 {
+	if n := d.SizedArrayLength(16, int(unsafe.Sizeof(v.NodesToRead[0]))); n < 0 {
 		v.NodesToRead = nil
 	} else {
 		if cap(v.NodesToRead) < n || v.NodesToRead == nil {
@@ -6114,7 +6116,7 @@ func (v *HistoryReadResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryReadResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(11); n < 0 {
+	if n := d.SizedArrayLength(11, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -6126,7 +6128,7 @@ func (v *HistoryReadResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -6172,7 +6174,7 @@ func (v *WriteRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *WriteRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(11); n < 0 {
+	if n := d.SizedArrayLength(11, int(unsafe.Sizeof(v.NodesToWrite[0]))); n < 0 {
 		v.NodesToWrite = nil
 	} else {
 		if cap(v.NodesToWrite) < n || v.NodesToWrite == nil {
@@ -6204,7 +6206,7 @@ func (v *WriteResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *WriteResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -6216,7 +6218,7 @@ func (v *WriteResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -6256,7 +6258,7 @@ func (v *UpdateDataDetails) EncodeBinary(e *codec.Encoder) {
 func (v *UpdateDataDetails) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.NodeId()
 	v.PerformInsertReplace = PerformUpdateType(d.Int32())
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.UpdateValues[0]))); n < 0 {
 		v.UpdateValues = nil
 	} else {
 		if cap(v.UpdateValues) < n || v.UpdateValues == nil {
@@ -6286,7 +6288,7 @@ func (v *UpdateStructureDataDetails) EncodeBinary(e *codec.Encoder) {
 func (v *UpdateStructureDataDetails) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.NodeId()
 	v.PerformInsertReplace = PerformUpdateType(d.Int32())
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.UpdateValues[0]))); n < 0 {
 		v.UpdateValues = nil
 	} else {
 		if cap(v.UpdateValues) < n || v.UpdateValues == nil {
@@ -6318,7 +6320,7 @@ func (v *UpdateEventDetails) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.NodeId()
 	v.PerformInsertReplace = PerformUpdateType(d.Int32())
 	v.Filter.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.EventData[0]))); n < 0 {
 		v.EventData = nil
 	} else {
 		if cap(v.EventData) < n || v.EventData == nil {
@@ -6364,7 +6366,7 @@ func (v *DeleteAtTimeDetails) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteAtTimeDetails) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.NodeId()
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.ReqTimes[0]))); n < 0 {
 		v.ReqTimes = nil
 	} else {
 		if cap(v.ReqTimes) < n || v.ReqTimes == nil {
@@ -6392,7 +6394,7 @@ func (v *DeleteEventDetails) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteEventDetails) DecodeBinary(d *codec.Decoder) {
 	v.NodeId = d.NodeId()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.EventIds[0]))); n < 0 {
 		v.EventIds = nil
 	} else {
 		if cap(v.EventIds) < n || v.EventIds == nil {
@@ -6424,7 +6426,7 @@ func (v *HistoryUpdateResult) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryUpdateResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.OperationResults[0]))); n < 0 {
 		v.OperationResults = nil
 	} else {
 		if cap(v.OperationResults) < n || v.OperationResults == nil {
@@ -6436,7 +6438,7 @@ func (v *HistoryUpdateResult) DecodeBinary(d *codec.Decoder) {
 			v.OperationResults[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -6464,7 +6466,7 @@ func (v *HistoryUpdateRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryUpdateRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.HistoryUpdateDetails[0]))); n < 0 {
 		v.HistoryUpdateDetails = nil
 	} else {
 		if cap(v.HistoryUpdateDetails) < n || v.HistoryUpdateDetails == nil {
@@ -6496,7 +6498,7 @@ func (v *HistoryUpdateResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryUpdateResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(12); n < 0 {
+	if n := d.SizedArrayLength(12, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -6508,7 +6510,7 @@ func (v *HistoryUpdateResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -6538,7 +6540,7 @@ func (v *CallMethodRequest) EncodeBinary(e *codec.Encoder) {
 func (v *CallMethodRequest) DecodeBinary(d *codec.Decoder) {
 	v.ObjectId = d.NodeId()
 	v.MethodId = d.NodeId()
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.InputArguments[0]))); n < 0 {
 		v.InputArguments = nil
 	} else {
 		if cap(v.InputArguments) < n || v.InputArguments == nil {
@@ -6574,7 +6576,7 @@ func (v *CallMethodResult) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *CallMethodResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.InputArgumentResults[0]))); n < 0 {
 		v.InputArgumentResults = nil
 	} else {
 		if cap(v.InputArgumentResults) < n || v.InputArgumentResults == nil {
@@ -6586,7 +6588,7 @@ func (v *CallMethodResult) DecodeBinary(d *codec.Decoder) {
 			v.InputArgumentResults[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.InputArgumentDiagnosticInfos[0]))); n < 0 {
 		v.InputArgumentDiagnosticInfos = nil
 	} else {
 		if cap(v.InputArgumentDiagnosticInfos) < n || v.InputArgumentDiagnosticInfos == nil {
@@ -6598,7 +6600,7 @@ func (v *CallMethodResult) DecodeBinary(d *codec.Decoder) {
 			d.DiagnosticInfo(&v.InputArgumentDiagnosticInfos[i])
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.OutputArguments[0]))); n < 0 {
 		v.OutputArguments = nil
 	} else {
 		if cap(v.OutputArguments) < n || v.OutputArguments == nil {
@@ -6626,7 +6628,7 @@ func (v *CallRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *CallRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.MethodsToCall[0]))); n < 0 {
 		v.MethodsToCall = nil
 	} else {
 		if cap(v.MethodsToCall) < n || v.MethodsToCall == nil {
@@ -6658,7 +6660,7 @@ func (v *CallResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *CallResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(16); n < 0 {
+	if n := d.SizedArrayLength(16, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -6670,7 +6672,7 @@ func (v *CallResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -6723,7 +6725,7 @@ func (v *EventFilter) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *EventFilter) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(14); n < 0 {
+	if n := d.SizedArrayLength(14, int(unsafe.Sizeof(v.SelectClauses[0]))); n < 0 {
 		v.SelectClauses = nil
 	} else {
 		if cap(v.SelectClauses) < n || v.SelectClauses == nil {
@@ -6803,7 +6805,7 @@ func (v *EventFilterResult) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *EventFilterResult) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.SelectClauseResults[0]))); n < 0 {
 		v.SelectClauseResults = nil
 	} else {
 		if cap(v.SelectClauseResults) < n || v.SelectClauseResults == nil {
@@ -6815,7 +6817,7 @@ func (v *EventFilterResult) DecodeBinary(d *codec.Decoder) {
 			v.SelectClauseResults[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.SelectClauseDiagnosticInfos[0]))); n < 0 {
 		v.SelectClauseDiagnosticInfos = nil
 	} else {
 		if cap(v.SelectClauseDiagnosticInfos) < n || v.SelectClauseDiagnosticInfos == nil {
@@ -6920,7 +6922,7 @@ func (v *CreateMonitoredItemsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.SubscriptionId = d.UInt32()
 	v.TimestampsToReturn = TimestampsToReturn(d.Int32())
-	if n := d.ArrayLength(40); n < 0 {
+	if n := d.SizedArrayLength(40, int(unsafe.Sizeof(v.ItemsToCreate[0]))); n < 0 {
 		v.ItemsToCreate = nil
 	} else {
 		if cap(v.ItemsToCreate) < n || v.ItemsToCreate == nil {
@@ -6952,7 +6954,7 @@ func (v *CreateMonitoredItemsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *CreateMonitoredItemsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(23); n < 0 {
+	if n := d.SizedArrayLength(23, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -6964,7 +6966,7 @@ func (v *CreateMonitoredItemsResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7028,7 +7030,7 @@ func (v *ModifyMonitoredItemsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.SubscriptionId = d.UInt32()
 	v.TimestampsToReturn = TimestampsToReturn(d.Int32())
-	if n := d.ArrayLength(24); n < 0 {
+	if n := d.SizedArrayLength(24, int(unsafe.Sizeof(v.ItemsToModify[0]))); n < 0 {
 		v.ItemsToModify = nil
 	} else {
 		if cap(v.ItemsToModify) < n || v.ItemsToModify == nil {
@@ -7060,7 +7062,7 @@ func (v *ModifyMonitoredItemsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *ModifyMonitoredItemsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(19); n < 0 {
+	if n := d.SizedArrayLength(19, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -7072,7 +7074,7 @@ func (v *ModifyMonitoredItemsResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7104,7 +7106,7 @@ func (v *SetMonitoringModeRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.SubscriptionId = d.UInt32()
 	v.MonitoringMode = MonitoringMode(d.Int32())
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.MonitoredItemIds[0]))); n < 0 {
 		v.MonitoredItemIds = nil
 	} else {
 		if cap(v.MonitoredItemIds) < n || v.MonitoredItemIds == nil {
@@ -7136,7 +7138,7 @@ func (v *SetMonitoringModeResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SetMonitoringModeResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -7148,7 +7150,7 @@ func (v *SetMonitoringModeResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7184,7 +7186,7 @@ func (v *SetTriggeringRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.SubscriptionId = d.UInt32()
 	v.TriggeringItemId = d.UInt32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LinksToAdd[0]))); n < 0 {
 		v.LinksToAdd = nil
 	} else {
 		if cap(v.LinksToAdd) < n || v.LinksToAdd == nil {
@@ -7196,7 +7198,7 @@ func (v *SetTriggeringRequest) DecodeBinary(d *codec.Decoder) {
 			v.LinksToAdd[i] = d.UInt32()
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LinksToRemove[0]))); n < 0 {
 		v.LinksToRemove = nil
 	} else {
 		if cap(v.LinksToRemove) < n || v.LinksToRemove == nil {
@@ -7236,7 +7238,7 @@ func (v *SetTriggeringResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SetTriggeringResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.AddResults[0]))); n < 0 {
 		v.AddResults = nil
 	} else {
 		if cap(v.AddResults) < n || v.AddResults == nil {
@@ -7248,7 +7250,7 @@ func (v *SetTriggeringResponse) DecodeBinary(d *codec.Decoder) {
 			v.AddResults[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.AddDiagnosticInfos[0]))); n < 0 {
 		v.AddDiagnosticInfos = nil
 	} else {
 		if cap(v.AddDiagnosticInfos) < n || v.AddDiagnosticInfos == nil {
@@ -7260,7 +7262,7 @@ func (v *SetTriggeringResponse) DecodeBinary(d *codec.Decoder) {
 			d.DiagnosticInfo(&v.AddDiagnosticInfos[i])
 		}
 	}
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.RemoveResults[0]))); n < 0 {
 		v.RemoveResults = nil
 	} else {
 		if cap(v.RemoveResults) < n || v.RemoveResults == nil {
@@ -7272,7 +7274,7 @@ func (v *SetTriggeringResponse) DecodeBinary(d *codec.Decoder) {
 			v.RemoveResults[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.RemoveDiagnosticInfos[0]))); n < 0 {
 		v.RemoveDiagnosticInfos = nil
 	} else {
 		if cap(v.RemoveDiagnosticInfos) < n || v.RemoveDiagnosticInfos == nil {
@@ -7302,7 +7304,7 @@ func (v *DeleteMonitoredItemsRequest) EncodeBinary(e *codec.Encoder) {
 func (v *DeleteMonitoredItemsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.SubscriptionId = d.UInt32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.MonitoredItemIds[0]))); n < 0 {
 		v.MonitoredItemIds = nil
 	} else {
 		if cap(v.MonitoredItemIds) < n || v.MonitoredItemIds == nil {
@@ -7334,7 +7336,7 @@ func (v *DeleteMonitoredItemsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteMonitoredItemsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -7346,7 +7348,7 @@ func (v *DeleteMonitoredItemsResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7462,7 +7464,7 @@ func (v *SetPublishingModeRequest) EncodeBinary(e *codec.Encoder) {
 func (v *SetPublishingModeRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
 	v.PublishingEnabled = d.Boolean()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.SubscriptionIds[0]))); n < 0 {
 		v.SubscriptionIds = nil
 	} else {
 		if cap(v.SubscriptionIds) < n || v.SubscriptionIds == nil {
@@ -7494,7 +7496,7 @@ func (v *SetPublishingModeResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *SetPublishingModeResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -7506,7 +7508,7 @@ func (v *SetPublishingModeResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7536,7 +7538,7 @@ func (v *NotificationMessage) EncodeBinary(e *codec.Encoder) {
 func (v *NotificationMessage) DecodeBinary(d *codec.Decoder) {
 	v.SequenceNumber = d.UInt32()
 	v.PublishTime = d.DateTime()
-	if n := d.ArrayLength(3); n < 0 {
+	if n := d.SizedArrayLength(3, int(unsafe.Sizeof(v.NotificationData[0]))); n < 0 {
 		v.NotificationData = nil
 	} else {
 		if cap(v.NotificationData) < n || v.NotificationData == nil {
@@ -7576,7 +7578,7 @@ func (v *DataChangeNotification) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DataChangeNotification) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(5); n < 0 {
+	if n := d.SizedArrayLength(5, int(unsafe.Sizeof(v.MonitoredItems[0]))); n < 0 {
 		v.MonitoredItems = nil
 	} else {
 		if cap(v.MonitoredItems) < n || v.MonitoredItems == nil {
@@ -7588,7 +7590,7 @@ func (v *DataChangeNotification) DecodeBinary(d *codec.Decoder) {
 			v.MonitoredItems[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7628,7 +7630,7 @@ func (v *EventNotificationList) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *EventNotificationList) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.Events[0]))); n < 0 {
 		v.Events = nil
 	} else {
 		if cap(v.Events) < n || v.Events == nil {
@@ -7656,7 +7658,7 @@ func (v *EventFieldList) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *EventFieldList) DecodeBinary(d *codec.Decoder) {
 	v.ClientHandle = d.UInt32()
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.EventFields[0]))); n < 0 {
 		v.EventFields = nil
 	} else {
 		if cap(v.EventFields) < n || v.EventFields == nil {
@@ -7682,7 +7684,7 @@ func (v *HistoryEventFieldList) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *HistoryEventFieldList) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.EventFields[0]))); n < 0 {
 		v.EventFields = nil
 	} else {
 		if cap(v.EventFields) < n || v.EventFields == nil {
@@ -7738,7 +7740,7 @@ func (v *PublishRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *PublishRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.SubscriptionAcknowledgements[0]))); n < 0 {
 		v.SubscriptionAcknowledgements = nil
 	} else {
 		if cap(v.SubscriptionAcknowledgements) < n || v.SubscriptionAcknowledgements == nil {
@@ -7778,7 +7780,7 @@ func (v *PublishResponse) EncodeBinary(e *codec.Encoder) {
 func (v *PublishResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
 	v.SubscriptionId = d.UInt32()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.AvailableSequenceNumbers[0]))); n < 0 {
 		v.AvailableSequenceNumbers = nil
 	} else {
 		if cap(v.AvailableSequenceNumbers) < n || v.AvailableSequenceNumbers == nil {
@@ -7792,7 +7794,7 @@ func (v *PublishResponse) DecodeBinary(d *codec.Decoder) {
 	}
 	v.MoreNotifications = d.Boolean()
 	v.NotificationMessage.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -7804,7 +7806,7 @@ func (v *PublishResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7862,7 +7864,7 @@ func (v *TransferResult) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TransferResult) DecodeBinary(d *codec.Decoder) {
 	v.StatusCode = d.StatusCode()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.AvailableSequenceNumbers[0]))); n < 0 {
 		v.AvailableSequenceNumbers = nil
 	} else {
 		if cap(v.AvailableSequenceNumbers) < n || v.AvailableSequenceNumbers == nil {
@@ -7891,7 +7893,7 @@ func (v *TransferSubscriptionsRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TransferSubscriptionsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.SubscriptionIds[0]))); n < 0 {
 		v.SubscriptionIds = nil
 	} else {
 		if cap(v.SubscriptionIds) < n || v.SubscriptionIds == nil {
@@ -7924,7 +7926,7 @@ func (v *TransferSubscriptionsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *TransferSubscriptionsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -7936,7 +7938,7 @@ func (v *TransferSubscriptionsResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -7964,7 +7966,7 @@ func (v *DeleteSubscriptionsRequest) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteSubscriptionsRequest) DecodeBinary(d *codec.Decoder) {
 	v.RequestHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.SubscriptionIds[0]))); n < 0 {
 		v.SubscriptionIds = nil
 	} else {
 		if cap(v.SubscriptionIds) < n || v.SubscriptionIds == nil {
@@ -7996,7 +7998,7 @@ func (v *DeleteSubscriptionsResponse) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *DeleteSubscriptionsResponse) DecodeBinary(d *codec.Decoder) {
 	v.ResponseHeader.DecodeBinary(d)
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.Results[0]))); n < 0 {
 		v.Results = nil
 	} else {
 		if cap(v.Results) < n || v.Results == nil {
@@ -8008,7 +8010,7 @@ func (v *DeleteSubscriptionsResponse) DecodeBinary(d *codec.Decoder) {
 			v.Results[i] = d.StatusCode()
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.DiagnosticInfos[0]))); n < 0 {
 		v.DiagnosticInfos = nil
 	} else {
 		if cap(v.DiagnosticInfos) < n || v.DiagnosticInfos == nil {
@@ -8072,7 +8074,7 @@ func (v *EndpointUrlListDataType) EncodeBinary(e *codec.Encoder) {
 // Every field is overwritten. The arrays and optional fields v already has are reused
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *EndpointUrlListDataType) DecodeBinary(d *codec.Decoder) {
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.EndpointUrlList[0]))); n < 0 {
 		v.EndpointUrlList = nil
 	} else {
 		if cap(v.EndpointUrlList) < n || v.EndpointUrlList == nil {
@@ -8100,7 +8102,7 @@ func (v *NetworkGroupDataType) EncodeBinary(e *codec.Encoder) {
 // when they have room, so values shared with an earlier result are overwritten too.
 func (v *NetworkGroupDataType) DecodeBinary(d *codec.Decoder) {
 	v.ServerUri = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.NetworkPaths[0]))); n < 0 {
 		v.NetworkPaths = nil
 	} else {
 		if cap(v.NetworkPaths) < n || v.NetworkPaths == nil {
@@ -8247,7 +8249,7 @@ func (v *SessionDiagnosticsDataType) DecodeBinary(d *codec.Decoder) {
 	v.ClientDescription.DecodeBinary(d)
 	v.ServerUri = d.String()
 	v.EndpointUrl = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.LocaleIds[0]))); n < 0 {
 		v.LocaleIds = nil
 	} else {
 		if cap(v.LocaleIds) < n || v.LocaleIds == nil {
@@ -8320,7 +8322,7 @@ func (v *SessionSecurityDiagnosticsDataType) EncodeBinary(e *codec.Encoder) {
 func (v *SessionSecurityDiagnosticsDataType) DecodeBinary(d *codec.Decoder) {
 	v.SessionId = d.NodeId()
 	v.ClientUserIdOfSession = d.String()
-	if n := d.ArrayLength(4); n < 0 {
+	if n := d.SizedArrayLength(4, int(unsafe.Sizeof(v.ClientUserIdHistory[0]))); n < 0 {
 		v.ClientUserIdHistory = nil
 	} else {
 		if cap(v.ClientUserIdHistory) < n || v.ClientUserIdHistory == nil {
@@ -8550,7 +8552,7 @@ func (v *AxisInformation) DecodeBinary(d *codec.Decoder) {
 	v.EURange.DecodeBinary(d)
 	v.Title = d.LocalizedText()
 	v.AxisScaleType = AxisScaleEnumeration(d.Int32())
-	if n := d.ArrayLength(8); n < 0 {
+	if n := d.SizedArrayLength(8, int(unsafe.Sizeof(v.AxisSteps[0]))); n < 0 {
 		v.AxisSteps = nil
 	} else {
 		if cap(v.AxisSteps) < n || v.AxisSteps == nil {
@@ -8608,7 +8610,7 @@ func (v *ProgramDiagnosticDataType) DecodeBinary(d *codec.Decoder) {
 	v.LastTransitionTime = d.DateTime()
 	v.LastMethodCall = d.String()
 	v.LastMethodSessionId = d.NodeId()
-	if n := d.ArrayLength(15); n < 0 {
+	if n := d.SizedArrayLength(15, int(unsafe.Sizeof(v.LastMethodInputArguments[0]))); n < 0 {
 		v.LastMethodInputArguments = nil
 	} else {
 		if cap(v.LastMethodInputArguments) < n || v.LastMethodInputArguments == nil {
@@ -8620,7 +8622,7 @@ func (v *ProgramDiagnosticDataType) DecodeBinary(d *codec.Decoder) {
 			v.LastMethodInputArguments[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(15); n < 0 {
+	if n := d.SizedArrayLength(15, int(unsafe.Sizeof(v.LastMethodOutputArguments[0]))); n < 0 {
 		v.LastMethodOutputArguments = nil
 	} else {
 		if cap(v.LastMethodOutputArguments) < n || v.LastMethodOutputArguments == nil {
@@ -8674,7 +8676,7 @@ func (v *ProgramDiagnostic2DataType) DecodeBinary(d *codec.Decoder) {
 	v.LastTransitionTime = d.DateTime()
 	v.LastMethodCall = d.String()
 	v.LastMethodSessionId = d.NodeId()
-	if n := d.ArrayLength(15); n < 0 {
+	if n := d.SizedArrayLength(15, int(unsafe.Sizeof(v.LastMethodInputArguments[0]))); n < 0 {
 		v.LastMethodInputArguments = nil
 	} else {
 		if cap(v.LastMethodInputArguments) < n || v.LastMethodInputArguments == nil {
@@ -8686,7 +8688,7 @@ func (v *ProgramDiagnostic2DataType) DecodeBinary(d *codec.Decoder) {
 			v.LastMethodInputArguments[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(15); n < 0 {
+	if n := d.SizedArrayLength(15, int(unsafe.Sizeof(v.LastMethodOutputArguments[0]))); n < 0 {
 		v.LastMethodOutputArguments = nil
 	} else {
 		if cap(v.LastMethodOutputArguments) < n || v.LastMethodOutputArguments == nil {
@@ -8698,7 +8700,7 @@ func (v *ProgramDiagnostic2DataType) DecodeBinary(d *codec.Decoder) {
 			v.LastMethodOutputArguments[i].DecodeBinary(d)
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.LastMethodInputValues[0]))); n < 0 {
 		v.LastMethodInputValues = nil
 	} else {
 		if cap(v.LastMethodInputValues) < n || v.LastMethodInputValues == nil {
@@ -8710,7 +8712,7 @@ func (v *ProgramDiagnostic2DataType) DecodeBinary(d *codec.Decoder) {
 			d.Variant(&v.LastMethodInputValues[i])
 		}
 	}
-	if n := d.ArrayLength(1); n < 0 {
+	if n := d.SizedArrayLength(1, int(unsafe.Sizeof(v.LastMethodOutputValues[0]))); n < 0 {
 		v.LastMethodOutputValues = nil
 	} else {
 		if cap(v.LastMethodOutputValues) < n || v.LastMethodOutputValues == nil {

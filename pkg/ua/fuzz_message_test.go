@@ -1,6 +1,7 @@
 package ua_test
 
 import (
+	"runtime"
 	"testing"
 
 	"uastack.dev/pkg/codec"
@@ -63,6 +64,53 @@ func FuzzDecodeMessage(f *testing.F) {
 		e.Message(m2)
 		if string(e.Bytes()) != string(first) {
 			t.Fatalf("%T does not re-encode canonically", m)
+		}
+	})
+}
+
+// FuzzDecodeMessageBudget decodes any service message under a decode budget of a multiple
+// (1 to 16, from the first byte) of its size and checks that the allocator hands out no
+// more than that budget, but for the rounding of its size classes: every array, optional
+// field and message the generated decoders make is charged.
+func FuzzDecodeMessageBudget(f *testing.F) {
+	for _, s := range messageSeeds() {
+		f.Add(append([]byte{4}, s...))
+	}
+	for _, s := range budgetCorpus() {
+		if len(s) < 1<<12 {
+			f.Add(append([]byte{12}, s...))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 {
+			return
+		}
+		l := codec.Limits{MaxDecodeMultiple: 1 + int(data[0]%16), MinDecodeBudget: 1}
+		wire := data[1:]
+		budget := l.MaxDecodeMultiple * len(wire)
+		d := codec.NewDecoderLimits(nil, l)
+		measure := func() int {
+			var before, after runtime.MemStats
+			d.Reset(wire)
+			runtime.ReadMemStats(&before)
+			m := d.Message()
+			runtime.ReadMemStats(&after)
+			if d.Err() != nil && m != nil {
+				t.Fatal("a failed decode returned a message")
+			}
+			return int(after.TotalAlloc - before.TotalAlloc)
+		}
+		// Size classes round an allocation up by at most 1/8. The counters are the
+		// process's: another goroutine of the fuzzing engine may allocate meanwhile, but
+		// what the decoder allocates comes back every time.
+		bound := budget + budget/8 + 512
+		spent := measure()
+		for i := 0; i < 3 && spent > bound; i++ {
+			spent = min(spent, measure())
+		}
+		if spent > bound {
+			t.Fatalf("%d bytes allocated for %d on the wire, over the budget of %d×: %d\nbytes: % x",
+				spent, len(wire), l.MaxDecodeMultiple, budget, wire)
 		}
 	})
 }

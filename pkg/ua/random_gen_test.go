@@ -31,6 +31,7 @@ package ua
 
 import (
 	"math/rand/v2"
+
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 )

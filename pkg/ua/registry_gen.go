@@ -30,12 +30,15 @@
 package ua
 
 import (
+	"unsafe"
+
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/ua/id"
 )
 
 // The TypeInfo of each structure: its DataType and encoding ids in namespace 0 (a null
-// NodeId where NodeIds.csv has none) and its constructor. They are shared and read-only.
+// NodeId where NodeIds.csv has none), its constructor and its size in memory. They are
+// shared and read-only.
 var (
 	typeInfoUnion = &codec.TypeInfo{
 		Name:           "Union",
@@ -44,6 +47,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Union_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Union_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Union) },
+		Size:           int(unsafe.Sizeof(Union{})),
 	}
 	typeInfoKeyValuePair = &codec.TypeInfo{
 		Name:           "KeyValuePair",
@@ -52,6 +56,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.KeyValuePair_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.KeyValuePair_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(KeyValuePair) },
+		Size:           int(unsafe.Sizeof(KeyValuePair{})),
 	}
 	typeInfoAdditionalParametersType = &codec.TypeInfo{
 		Name:           "AdditionalParametersType",
@@ -60,6 +65,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AdditionalParametersType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AdditionalParametersType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AdditionalParametersType) },
+		Size:           int(unsafe.Sizeof(AdditionalParametersType{})),
 	}
 	typeInfoEphemeralKeyType = &codec.TypeInfo{
 		Name:           "EphemeralKeyType",
@@ -68,6 +74,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EphemeralKeyType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EphemeralKeyType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EphemeralKeyType) },
+		Size:           int(unsafe.Sizeof(EphemeralKeyType{})),
 	}
 	typeInfoEndpointType = &codec.TypeInfo{
 		Name:           "EndpointType",
@@ -76,6 +83,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EndpointType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EndpointType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EndpointType) },
+		Size:           int(unsafe.Sizeof(EndpointType{})),
 	}
 	typeInfoBitFieldDefinition = &codec.TypeInfo{
 		Name:           "BitFieldDefinition",
@@ -84,6 +92,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BitFieldDefinition_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BitFieldDefinition_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BitFieldDefinition) },
+		Size:           int(unsafe.Sizeof(BitFieldDefinition{})),
 	}
 	typeInfoRationalNumber = &codec.TypeInfo{
 		Name:           "RationalNumber",
@@ -92,6 +101,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RationalNumber_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RationalNumber_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RationalNumber) },
+		Size:           int(unsafe.Sizeof(RationalNumber{})),
 	}
 	typeInfoVector = &codec.TypeInfo{
 		Name:           "Vector",
@@ -100,6 +110,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Vector_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Vector_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Vector) },
+		Size:           int(unsafe.Sizeof(Vector{})),
 	}
 	typeInfoThreeDVector = &codec.TypeInfo{
 		Name:           "ThreeDVector",
@@ -108,6 +119,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ThreeDVector_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ThreeDVector_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ThreeDVector) },
+		Size:           int(unsafe.Sizeof(ThreeDVector{})),
 	}
 	typeInfoCartesianCoordinates = &codec.TypeInfo{
 		Name:           "CartesianCoordinates",
@@ -116,6 +128,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CartesianCoordinates_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CartesianCoordinates_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CartesianCoordinates) },
+		Size:           int(unsafe.Sizeof(CartesianCoordinates{})),
 	}
 	typeInfoThreeDCartesianCoordinates = &codec.TypeInfo{
 		Name:           "ThreeDCartesianCoordinates",
@@ -124,6 +137,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ThreeDCartesianCoordinates_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ThreeDCartesianCoordinates_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ThreeDCartesianCoordinates) },
+		Size:           int(unsafe.Sizeof(ThreeDCartesianCoordinates{})),
 	}
 	typeInfoOrientation = &codec.TypeInfo{
 		Name:           "Orientation",
@@ -132,6 +146,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Orientation_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Orientation_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Orientation) },
+		Size:           int(unsafe.Sizeof(Orientation{})),
 	}
 	typeInfoThreeDOrientation = &codec.TypeInfo{
 		Name:           "ThreeDOrientation",
@@ -140,6 +155,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ThreeDOrientation_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ThreeDOrientation_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ThreeDOrientation) },
+		Size:           int(unsafe.Sizeof(ThreeDOrientation{})),
 	}
 	typeInfoFrame = &codec.TypeInfo{
 		Name:           "Frame",
@@ -148,6 +164,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Frame_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Frame_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Frame) },
+		Size:           int(unsafe.Sizeof(Frame{})),
 	}
 	typeInfoThreeDFrame = &codec.TypeInfo{
 		Name:           "ThreeDFrame",
@@ -156,6 +173,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ThreeDFrame_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ThreeDFrame_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ThreeDFrame) },
+		Size:           int(unsafe.Sizeof(ThreeDFrame{})),
 	}
 	typeInfoIdentityMappingRuleType = &codec.TypeInfo{
 		Name:           "IdentityMappingRuleType",
@@ -164,6 +182,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.IdentityMappingRuleType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.IdentityMappingRuleType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(IdentityMappingRuleType) },
+		Size:           int(unsafe.Sizeof(IdentityMappingRuleType{})),
 	}
 	typeInfoCurrencyUnitType = &codec.TypeInfo{
 		Name:           "CurrencyUnitType",
@@ -172,6 +191,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CurrencyUnitType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CurrencyUnitType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CurrencyUnitType) },
+		Size:           int(unsafe.Sizeof(CurrencyUnitType{})),
 	}
 	typeInfoAnnotationDataType = &codec.TypeInfo{
 		Name:           "AnnotationDataType",
@@ -180,6 +200,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AnnotationDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AnnotationDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AnnotationDataType) },
+		Size:           int(unsafe.Sizeof(AnnotationDataType{})),
 	}
 	typeInfoLinearConversionDataType = &codec.TypeInfo{
 		Name:           "LinearConversionDataType",
@@ -188,6 +209,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.LinearConversionDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.LinearConversionDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(LinearConversionDataType) },
+		Size:           int(unsafe.Sizeof(LinearConversionDataType{})),
 	}
 	typeInfoQuantityDimension = &codec.TypeInfo{
 		Name:           "QuantityDimension",
@@ -196,6 +218,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QuantityDimension_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QuantityDimension_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QuantityDimension) },
+		Size:           int(unsafe.Sizeof(QuantityDimension{})),
 	}
 	typeInfoTrustListDataType = &codec.TypeInfo{
 		Name:           "TrustListDataType",
@@ -204,6 +227,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TrustListDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TrustListDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TrustListDataType) },
+		Size:           int(unsafe.Sizeof(TrustListDataType{})),
 	}
 	typeInfoTransactionErrorType = &codec.TypeInfo{
 		Name:           "TransactionErrorType",
@@ -212,6 +236,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TransactionErrorType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TransactionErrorType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TransactionErrorType) },
+		Size:           int(unsafe.Sizeof(TransactionErrorType{})),
 	}
 	typeInfoDataTypeSchemaHeader = &codec.TypeInfo{
 		Name:           "DataTypeSchemaHeader",
@@ -220,6 +245,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataTypeSchemaHeader_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataTypeSchemaHeader_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataTypeSchemaHeader) },
+		Size:           int(unsafe.Sizeof(DataTypeSchemaHeader{})),
 	}
 	typeInfoDataTypeDescription = &codec.TypeInfo{
 		Name:           "DataTypeDescription",
@@ -228,6 +254,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataTypeDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataTypeDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataTypeDescription) },
+		Size:           int(unsafe.Sizeof(DataTypeDescription{})),
 	}
 	typeInfoStructureDescription = &codec.TypeInfo{
 		Name:           "StructureDescription",
@@ -236,6 +263,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StructureDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StructureDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StructureDescription) },
+		Size:           int(unsafe.Sizeof(StructureDescription{})),
 	}
 	typeInfoEnumDescription = &codec.TypeInfo{
 		Name:           "EnumDescription",
@@ -244,6 +272,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EnumDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EnumDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EnumDescription) },
+		Size:           int(unsafe.Sizeof(EnumDescription{})),
 	}
 	typeInfoSimpleTypeDescription = &codec.TypeInfo{
 		Name:           "SimpleTypeDescription",
@@ -252,6 +281,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SimpleTypeDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SimpleTypeDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SimpleTypeDescription) },
+		Size:           int(unsafe.Sizeof(SimpleTypeDescription{})),
 	}
 	typeInfoUABinaryFileDataType = &codec.TypeInfo{
 		Name:           "UABinaryFileDataType",
@@ -260,6 +290,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UABinaryFileDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UABinaryFileDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UABinaryFileDataType) },
+		Size:           int(unsafe.Sizeof(UABinaryFileDataType{})),
 	}
 	typeInfoPortableQualifiedName = &codec.TypeInfo{
 		Name:           "PortableQualifiedName",
@@ -268,6 +299,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PortableQualifiedName_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PortableQualifiedName_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PortableQualifiedName) },
+		Size:           int(unsafe.Sizeof(PortableQualifiedName{})),
 	}
 	typeInfoPortableNodeId = &codec.TypeInfo{
 		Name:           "PortableNodeId",
@@ -276,6 +308,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PortableNodeId_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PortableNodeId_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PortableNodeId) },
+		Size:           int(unsafe.Sizeof(PortableNodeId{})),
 	}
 	typeInfoUnsignedRationalNumber = &codec.TypeInfo{
 		Name:           "UnsignedRationalNumber",
@@ -284,6 +317,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UnsignedRationalNumber_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UnsignedRationalNumber_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UnsignedRationalNumber) },
+		Size:           int(unsafe.Sizeof(UnsignedRationalNumber{})),
 	}
 	typeInfoDataSetMetaDataType = &codec.TypeInfo{
 		Name:           "DataSetMetaDataType",
@@ -292,6 +326,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetMetaDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetMetaDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetMetaDataType) },
+		Size:           int(unsafe.Sizeof(DataSetMetaDataType{})),
 	}
 	typeInfoFieldMetaData = &codec.TypeInfo{
 		Name:           "FieldMetaData",
@@ -300,6 +335,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FieldMetaData_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FieldMetaData_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FieldMetaData) },
+		Size:           int(unsafe.Sizeof(FieldMetaData{})),
 	}
 	typeInfoConfigurationVersionDataType = &codec.TypeInfo{
 		Name:           "ConfigurationVersionDataType",
@@ -308,6 +344,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ConfigurationVersionDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ConfigurationVersionDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ConfigurationVersionDataType) },
+		Size:           int(unsafe.Sizeof(ConfigurationVersionDataType{})),
 	}
 	typeInfoPublishedDataSetDataType = &codec.TypeInfo{
 		Name:           "PublishedDataSetDataType",
@@ -316,6 +353,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishedDataSetDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishedDataSetDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishedDataSetDataType) },
+		Size:           int(unsafe.Sizeof(PublishedDataSetDataType{})),
 	}
 	typeInfoPublishedDataSetSourceDataType = &codec.TypeInfo{
 		Name:           "PublishedDataSetSourceDataType",
@@ -324,6 +362,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishedDataSetSourceDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishedDataSetSourceDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishedDataSetSourceDataType) },
+		Size:           int(unsafe.Sizeof(PublishedDataSetSourceDataType{})),
 	}
 	typeInfoPublishedVariableDataType = &codec.TypeInfo{
 		Name:           "PublishedVariableDataType",
@@ -332,6 +371,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishedVariableDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishedVariableDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishedVariableDataType) },
+		Size:           int(unsafe.Sizeof(PublishedVariableDataType{})),
 	}
 	typeInfoPublishedDataItemsDataType = &codec.TypeInfo{
 		Name:           "PublishedDataItemsDataType",
@@ -340,6 +380,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishedDataItemsDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishedDataItemsDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishedDataItemsDataType) },
+		Size:           int(unsafe.Sizeof(PublishedDataItemsDataType{})),
 	}
 	typeInfoPublishedEventsDataType = &codec.TypeInfo{
 		Name:           "PublishedEventsDataType",
@@ -348,6 +389,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishedEventsDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishedEventsDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishedEventsDataType) },
+		Size:           int(unsafe.Sizeof(PublishedEventsDataType{})),
 	}
 	typeInfoPublishedDataSetCustomSourceDataType = &codec.TypeInfo{
 		Name:           "PublishedDataSetCustomSourceDataType",
@@ -356,6 +398,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishedDataSetCustomSourceDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishedDataSetCustomSourceDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishedDataSetCustomSourceDataType) },
+		Size:           int(unsafe.Sizeof(PublishedDataSetCustomSourceDataType{})),
 	}
 	typeInfoDataSetWriterDataType = &codec.TypeInfo{
 		Name:           "DataSetWriterDataType",
@@ -364,6 +407,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetWriterDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetWriterDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetWriterDataType) },
+		Size:           int(unsafe.Sizeof(DataSetWriterDataType{})),
 	}
 	typeInfoDataSetWriterTransportDataType = &codec.TypeInfo{
 		Name:           "DataSetWriterTransportDataType",
@@ -372,6 +416,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetWriterTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetWriterTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetWriterTransportDataType) },
+		Size:           int(unsafe.Sizeof(DataSetWriterTransportDataType{})),
 	}
 	typeInfoDataSetWriterMessageDataType = &codec.TypeInfo{
 		Name:           "DataSetWriterMessageDataType",
@@ -380,6 +425,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetWriterMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetWriterMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetWriterMessageDataType) },
+		Size:           int(unsafe.Sizeof(DataSetWriterMessageDataType{})),
 	}
 	typeInfoPubSubGroupDataType = &codec.TypeInfo{
 		Name:           "PubSubGroupDataType",
@@ -388,6 +434,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubGroupDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubGroupDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubGroupDataType) },
+		Size:           int(unsafe.Sizeof(PubSubGroupDataType{})),
 	}
 	typeInfoWriterGroupDataType = &codec.TypeInfo{
 		Name:           "WriterGroupDataType",
@@ -396,6 +443,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.WriterGroupDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.WriterGroupDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(WriterGroupDataType) },
+		Size:           int(unsafe.Sizeof(WriterGroupDataType{})),
 	}
 	typeInfoWriterGroupTransportDataType = &codec.TypeInfo{
 		Name:           "WriterGroupTransportDataType",
@@ -404,6 +452,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.WriterGroupTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.WriterGroupTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(WriterGroupTransportDataType) },
+		Size:           int(unsafe.Sizeof(WriterGroupTransportDataType{})),
 	}
 	typeInfoWriterGroupMessageDataType = &codec.TypeInfo{
 		Name:           "WriterGroupMessageDataType",
@@ -412,6 +461,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.WriterGroupMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.WriterGroupMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(WriterGroupMessageDataType) },
+		Size:           int(unsafe.Sizeof(WriterGroupMessageDataType{})),
 	}
 	typeInfoPubSubConnectionDataType = &codec.TypeInfo{
 		Name:           "PubSubConnectionDataType",
@@ -420,6 +470,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubConnectionDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubConnectionDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubConnectionDataType) },
+		Size:           int(unsafe.Sizeof(PubSubConnectionDataType{})),
 	}
 	typeInfoConnectionTransportDataType = &codec.TypeInfo{
 		Name:           "ConnectionTransportDataType",
@@ -428,6 +479,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ConnectionTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ConnectionTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ConnectionTransportDataType) },
+		Size:           int(unsafe.Sizeof(ConnectionTransportDataType{})),
 	}
 	typeInfoNetworkAddressDataType = &codec.TypeInfo{
 		Name:           "NetworkAddressDataType",
@@ -436,6 +488,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NetworkAddressDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NetworkAddressDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NetworkAddressDataType) },
+		Size:           int(unsafe.Sizeof(NetworkAddressDataType{})),
 	}
 	typeInfoNetworkAddressUrlDataType = &codec.TypeInfo{
 		Name:           "NetworkAddressUrlDataType",
@@ -444,6 +497,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NetworkAddressUrlDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NetworkAddressUrlDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NetworkAddressUrlDataType) },
+		Size:           int(unsafe.Sizeof(NetworkAddressUrlDataType{})),
 	}
 	typeInfoReaderGroupDataType = &codec.TypeInfo{
 		Name:           "ReaderGroupDataType",
@@ -452,6 +506,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReaderGroupDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReaderGroupDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReaderGroupDataType) },
+		Size:           int(unsafe.Sizeof(ReaderGroupDataType{})),
 	}
 	typeInfoReaderGroupTransportDataType = &codec.TypeInfo{
 		Name:           "ReaderGroupTransportDataType",
@@ -460,6 +515,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReaderGroupTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReaderGroupTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReaderGroupTransportDataType) },
+		Size:           int(unsafe.Sizeof(ReaderGroupTransportDataType{})),
 	}
 	typeInfoReaderGroupMessageDataType = &codec.TypeInfo{
 		Name:           "ReaderGroupMessageDataType",
@@ -468,6 +524,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReaderGroupMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReaderGroupMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReaderGroupMessageDataType) },
+		Size:           int(unsafe.Sizeof(ReaderGroupMessageDataType{})),
 	}
 	typeInfoDataSetReaderDataType = &codec.TypeInfo{
 		Name:           "DataSetReaderDataType",
@@ -476,6 +533,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetReaderDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetReaderDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetReaderDataType) },
+		Size:           int(unsafe.Sizeof(DataSetReaderDataType{})),
 	}
 	typeInfoDataSetReaderTransportDataType = &codec.TypeInfo{
 		Name:           "DataSetReaderTransportDataType",
@@ -484,6 +542,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetReaderTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetReaderTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetReaderTransportDataType) },
+		Size:           int(unsafe.Sizeof(DataSetReaderTransportDataType{})),
 	}
 	typeInfoDataSetReaderMessageDataType = &codec.TypeInfo{
 		Name:           "DataSetReaderMessageDataType",
@@ -492,6 +551,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataSetReaderMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataSetReaderMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataSetReaderMessageDataType) },
+		Size:           int(unsafe.Sizeof(DataSetReaderMessageDataType{})),
 	}
 	typeInfoSubscribedDataSetDataType = &codec.TypeInfo{
 		Name:           "SubscribedDataSetDataType",
@@ -500,6 +560,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SubscribedDataSetDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SubscribedDataSetDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SubscribedDataSetDataType) },
+		Size:           int(unsafe.Sizeof(SubscribedDataSetDataType{})),
 	}
 	typeInfoTargetVariablesDataType = &codec.TypeInfo{
 		Name:           "TargetVariablesDataType",
@@ -508,6 +569,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TargetVariablesDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TargetVariablesDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TargetVariablesDataType) },
+		Size:           int(unsafe.Sizeof(TargetVariablesDataType{})),
 	}
 	typeInfoFieldTargetDataType = &codec.TypeInfo{
 		Name:           "FieldTargetDataType",
@@ -516,6 +578,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FieldTargetDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FieldTargetDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FieldTargetDataType) },
+		Size:           int(unsafe.Sizeof(FieldTargetDataType{})),
 	}
 	typeInfoSubscribedDataSetMirrorDataType = &codec.TypeInfo{
 		Name:           "SubscribedDataSetMirrorDataType",
@@ -524,6 +587,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SubscribedDataSetMirrorDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SubscribedDataSetMirrorDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SubscribedDataSetMirrorDataType) },
+		Size:           int(unsafe.Sizeof(SubscribedDataSetMirrorDataType{})),
 	}
 	typeInfoPubSubConfigurationDataType = &codec.TypeInfo{
 		Name:           "PubSubConfigurationDataType",
@@ -532,6 +596,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubConfigurationDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubConfigurationDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubConfigurationDataType) },
+		Size:           int(unsafe.Sizeof(PubSubConfigurationDataType{})),
 	}
 	typeInfoStandaloneSubscribedDataSetRefDataType = &codec.TypeInfo{
 		Name:           "StandaloneSubscribedDataSetRefDataType",
@@ -540,6 +605,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StandaloneSubscribedDataSetRefDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StandaloneSubscribedDataSetRefDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StandaloneSubscribedDataSetRefDataType) },
+		Size:           int(unsafe.Sizeof(StandaloneSubscribedDataSetRefDataType{})),
 	}
 	typeInfoStandaloneSubscribedDataSetDataType = &codec.TypeInfo{
 		Name:           "StandaloneSubscribedDataSetDataType",
@@ -548,6 +614,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StandaloneSubscribedDataSetDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StandaloneSubscribedDataSetDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StandaloneSubscribedDataSetDataType) },
+		Size:           int(unsafe.Sizeof(StandaloneSubscribedDataSetDataType{})),
 	}
 	typeInfoSecurityGroupDataType = &codec.TypeInfo{
 		Name:           "SecurityGroupDataType",
@@ -556,6 +623,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SecurityGroupDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SecurityGroupDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SecurityGroupDataType) },
+		Size:           int(unsafe.Sizeof(SecurityGroupDataType{})),
 	}
 	typeInfoPubSubKeyPushTargetDataType = &codec.TypeInfo{
 		Name:           "PubSubKeyPushTargetDataType",
@@ -564,6 +632,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubKeyPushTargetDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubKeyPushTargetDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubKeyPushTargetDataType) },
+		Size:           int(unsafe.Sizeof(PubSubKeyPushTargetDataType{})),
 	}
 	typeInfoPubSubConfiguration2DataType = &codec.TypeInfo{
 		Name:           "PubSubConfiguration2DataType",
@@ -572,6 +641,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubConfiguration2DataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubConfiguration2DataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubConfiguration2DataType) },
+		Size:           int(unsafe.Sizeof(PubSubConfiguration2DataType{})),
 	}
 	typeInfoUadpWriterGroupMessageDataType = &codec.TypeInfo{
 		Name:           "UadpWriterGroupMessageDataType",
@@ -580,6 +650,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UadpWriterGroupMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UadpWriterGroupMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UadpWriterGroupMessageDataType) },
+		Size:           int(unsafe.Sizeof(UadpWriterGroupMessageDataType{})),
 	}
 	typeInfoUadpDataSetWriterMessageDataType = &codec.TypeInfo{
 		Name:           "UadpDataSetWriterMessageDataType",
@@ -588,6 +659,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UadpDataSetWriterMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UadpDataSetWriterMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UadpDataSetWriterMessageDataType) },
+		Size:           int(unsafe.Sizeof(UadpDataSetWriterMessageDataType{})),
 	}
 	typeInfoUadpDataSetReaderMessageDataType = &codec.TypeInfo{
 		Name:           "UadpDataSetReaderMessageDataType",
@@ -596,6 +668,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UadpDataSetReaderMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UadpDataSetReaderMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UadpDataSetReaderMessageDataType) },
+		Size:           int(unsafe.Sizeof(UadpDataSetReaderMessageDataType{})),
 	}
 	typeInfoJsonWriterGroupMessageDataType = &codec.TypeInfo{
 		Name:           "JsonWriterGroupMessageDataType",
@@ -604,6 +677,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.JsonWriterGroupMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.JsonWriterGroupMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(JsonWriterGroupMessageDataType) },
+		Size:           int(unsafe.Sizeof(JsonWriterGroupMessageDataType{})),
 	}
 	typeInfoJsonDataSetWriterMessageDataType = &codec.TypeInfo{
 		Name:           "JsonDataSetWriterMessageDataType",
@@ -612,6 +686,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.JsonDataSetWriterMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.JsonDataSetWriterMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(JsonDataSetWriterMessageDataType) },
+		Size:           int(unsafe.Sizeof(JsonDataSetWriterMessageDataType{})),
 	}
 	typeInfoJsonDataSetReaderMessageDataType = &codec.TypeInfo{
 		Name:           "JsonDataSetReaderMessageDataType",
@@ -620,6 +695,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.JsonDataSetReaderMessageDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.JsonDataSetReaderMessageDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(JsonDataSetReaderMessageDataType) },
+		Size:           int(unsafe.Sizeof(JsonDataSetReaderMessageDataType{})),
 	}
 	typeInfoQosDataType = &codec.TypeInfo{
 		Name:           "QosDataType",
@@ -628,6 +704,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QosDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QosDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QosDataType) },
+		Size:           int(unsafe.Sizeof(QosDataType{})),
 	}
 	typeInfoTransmitQosDataType = &codec.TypeInfo{
 		Name:           "TransmitQosDataType",
@@ -636,6 +713,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TransmitQosDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TransmitQosDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TransmitQosDataType) },
+		Size:           int(unsafe.Sizeof(TransmitQosDataType{})),
 	}
 	typeInfoTransmitQosPriorityDataType = &codec.TypeInfo{
 		Name:           "TransmitQosPriorityDataType",
@@ -644,6 +722,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TransmitQosPriorityDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TransmitQosPriorityDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TransmitQosPriorityDataType) },
+		Size:           int(unsafe.Sizeof(TransmitQosPriorityDataType{})),
 	}
 	typeInfoReceiveQosDataType = &codec.TypeInfo{
 		Name:           "ReceiveQosDataType",
@@ -652,6 +731,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReceiveQosDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReceiveQosDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReceiveQosDataType) },
+		Size:           int(unsafe.Sizeof(ReceiveQosDataType{})),
 	}
 	typeInfoReceiveQosPriorityDataType = &codec.TypeInfo{
 		Name:           "ReceiveQosPriorityDataType",
@@ -660,6 +740,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReceiveQosPriorityDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReceiveQosPriorityDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReceiveQosPriorityDataType) },
+		Size:           int(unsafe.Sizeof(ReceiveQosPriorityDataType{})),
 	}
 	typeInfoDatagramConnectionTransportDataType = &codec.TypeInfo{
 		Name:           "DatagramConnectionTransportDataType",
@@ -668,6 +749,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DatagramConnectionTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DatagramConnectionTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DatagramConnectionTransportDataType) },
+		Size:           int(unsafe.Sizeof(DatagramConnectionTransportDataType{})),
 	}
 	typeInfoDatagramConnectionTransport2DataType = &codec.TypeInfo{
 		Name:           "DatagramConnectionTransport2DataType",
@@ -676,6 +758,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DatagramConnectionTransport2DataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DatagramConnectionTransport2DataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DatagramConnectionTransport2DataType) },
+		Size:           int(unsafe.Sizeof(DatagramConnectionTransport2DataType{})),
 	}
 	typeInfoDatagramWriterGroupTransportDataType = &codec.TypeInfo{
 		Name:           "DatagramWriterGroupTransportDataType",
@@ -684,6 +767,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DatagramWriterGroupTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DatagramWriterGroupTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DatagramWriterGroupTransportDataType) },
+		Size:           int(unsafe.Sizeof(DatagramWriterGroupTransportDataType{})),
 	}
 	typeInfoDatagramWriterGroupTransport2DataType = &codec.TypeInfo{
 		Name:           "DatagramWriterGroupTransport2DataType",
@@ -692,6 +776,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DatagramWriterGroupTransport2DataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DatagramWriterGroupTransport2DataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DatagramWriterGroupTransport2DataType) },
+		Size:           int(unsafe.Sizeof(DatagramWriterGroupTransport2DataType{})),
 	}
 	typeInfoDatagramDataSetReaderTransportDataType = &codec.TypeInfo{
 		Name:           "DatagramDataSetReaderTransportDataType",
@@ -700,6 +785,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DatagramDataSetReaderTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DatagramDataSetReaderTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DatagramDataSetReaderTransportDataType) },
+		Size:           int(unsafe.Sizeof(DatagramDataSetReaderTransportDataType{})),
 	}
 	typeInfoBrokerConnectionTransportDataType = &codec.TypeInfo{
 		Name:           "BrokerConnectionTransportDataType",
@@ -708,6 +794,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrokerConnectionTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrokerConnectionTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrokerConnectionTransportDataType) },
+		Size:           int(unsafe.Sizeof(BrokerConnectionTransportDataType{})),
 	}
 	typeInfoBrokerWriterGroupTransportDataType = &codec.TypeInfo{
 		Name:           "BrokerWriterGroupTransportDataType",
@@ -716,6 +803,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrokerWriterGroupTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrokerWriterGroupTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrokerWriterGroupTransportDataType) },
+		Size:           int(unsafe.Sizeof(BrokerWriterGroupTransportDataType{})),
 	}
 	typeInfoBrokerDataSetWriterTransportDataType = &codec.TypeInfo{
 		Name:           "BrokerDataSetWriterTransportDataType",
@@ -724,6 +812,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrokerDataSetWriterTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrokerDataSetWriterTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrokerDataSetWriterTransportDataType) },
+		Size:           int(unsafe.Sizeof(BrokerDataSetWriterTransportDataType{})),
 	}
 	typeInfoBrokerDataSetReaderTransportDataType = &codec.TypeInfo{
 		Name:           "BrokerDataSetReaderTransportDataType",
@@ -732,6 +821,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrokerDataSetReaderTransportDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrokerDataSetReaderTransportDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrokerDataSetReaderTransportDataType) },
+		Size:           int(unsafe.Sizeof(BrokerDataSetReaderTransportDataType{})),
 	}
 	typeInfoPubSubConfigurationRefDataType = &codec.TypeInfo{
 		Name:           "PubSubConfigurationRefDataType",
@@ -740,6 +830,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubConfigurationRefDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubConfigurationRefDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubConfigurationRefDataType) },
+		Size:           int(unsafe.Sizeof(PubSubConfigurationRefDataType{})),
 	}
 	typeInfoPubSubConfigurationValueDataType = &codec.TypeInfo{
 		Name:           "PubSubConfigurationValueDataType",
@@ -748,6 +839,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PubSubConfigurationValueDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PubSubConfigurationValueDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PubSubConfigurationValueDataType) },
+		Size:           int(unsafe.Sizeof(PubSubConfigurationValueDataType{})),
 	}
 	typeInfoAliasNameDataType = &codec.TypeInfo{
 		Name:           "AliasNameDataType",
@@ -756,6 +848,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AliasNameDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AliasNameDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AliasNameDataType) },
+		Size:           int(unsafe.Sizeof(AliasNameDataType{})),
 	}
 	typeInfoUserManagementDataType = &codec.TypeInfo{
 		Name:           "UserManagementDataType",
@@ -764,6 +857,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UserManagementDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UserManagementDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UserManagementDataType) },
+		Size:           int(unsafe.Sizeof(UserManagementDataType{})),
 	}
 	typeInfoPriorityMappingEntryType = &codec.TypeInfo{
 		Name:           "PriorityMappingEntryType",
@@ -772,6 +866,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PriorityMappingEntryType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PriorityMappingEntryType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PriorityMappingEntryType) },
+		Size:           int(unsafe.Sizeof(PriorityMappingEntryType{})),
 	}
 	typeInfoReferenceDescriptionDataType = &codec.TypeInfo{
 		Name:           "ReferenceDescriptionDataType",
@@ -780,6 +875,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReferenceDescriptionDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReferenceDescriptionDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReferenceDescriptionDataType) },
+		Size:           int(unsafe.Sizeof(ReferenceDescriptionDataType{})),
 	}
 	typeInfoReferenceListEntryDataType = &codec.TypeInfo{
 		Name:           "ReferenceListEntryDataType",
@@ -788,6 +884,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReferenceListEntryDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReferenceListEntryDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReferenceListEntryDataType) },
+		Size:           int(unsafe.Sizeof(ReferenceListEntryDataType{})),
 	}
 	typeInfoRolePermissionType = &codec.TypeInfo{
 		Name:           "RolePermissionType",
@@ -796,6 +893,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RolePermissionType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RolePermissionType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RolePermissionType) },
+		Size:           int(unsafe.Sizeof(RolePermissionType{})),
 	}
 	typeInfoDataTypeDefinition = &codec.TypeInfo{
 		Name:           "DataTypeDefinition",
@@ -804,6 +902,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataTypeDefinition_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataTypeDefinition_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataTypeDefinition) },
+		Size:           int(unsafe.Sizeof(DataTypeDefinition{})),
 	}
 	typeInfoStructureField = &codec.TypeInfo{
 		Name:           "StructureField",
@@ -812,6 +911,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StructureField_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StructureField_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StructureField) },
+		Size:           int(unsafe.Sizeof(StructureField{})),
 	}
 	typeInfoStructureDefinition = &codec.TypeInfo{
 		Name:           "StructureDefinition",
@@ -820,6 +920,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StructureDefinition_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StructureDefinition_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StructureDefinition) },
+		Size:           int(unsafe.Sizeof(StructureDefinition{})),
 	}
 	typeInfoEnumDefinition = &codec.TypeInfo{
 		Name:           "EnumDefinition",
@@ -828,6 +929,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EnumDefinition_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EnumDefinition_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EnumDefinition) },
+		Size:           int(unsafe.Sizeof(EnumDefinition{})),
 	}
 	typeInfoArgument = &codec.TypeInfo{
 		Name:           "Argument",
@@ -836,6 +938,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Argument_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Argument_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Argument) },
+		Size:           int(unsafe.Sizeof(Argument{})),
 	}
 	typeInfoEnumValueType = &codec.TypeInfo{
 		Name:           "EnumValueType",
@@ -844,6 +947,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EnumValueType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EnumValueType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EnumValueType) },
+		Size:           int(unsafe.Sizeof(EnumValueType{})),
 	}
 	typeInfoEnumField = &codec.TypeInfo{
 		Name:           "EnumField",
@@ -852,6 +956,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EnumField_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EnumField_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EnumField) },
+		Size:           int(unsafe.Sizeof(EnumField{})),
 	}
 	typeInfoOptionSet = &codec.TypeInfo{
 		Name:           "OptionSet",
@@ -860,6 +965,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.OptionSet_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.OptionSet_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(OptionSet) },
+		Size:           int(unsafe.Sizeof(OptionSet{})),
 	}
 	typeInfoTimeZoneDataType = &codec.TypeInfo{
 		Name:           "TimeZoneDataType",
@@ -868,6 +974,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TimeZoneDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TimeZoneDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TimeZoneDataType) },
+		Size:           int(unsafe.Sizeof(TimeZoneDataType{})),
 	}
 	typeInfoApplicationDescription = &codec.TypeInfo{
 		Name:           "ApplicationDescription",
@@ -876,6 +983,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ApplicationDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ApplicationDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ApplicationDescription) },
+		Size:           int(unsafe.Sizeof(ApplicationDescription{})),
 	}
 	typeInfoRequestHeader = &codec.TypeInfo{
 		Name:           "RequestHeader",
@@ -884,6 +992,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RequestHeader_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RequestHeader_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RequestHeader) },
+		Size:           int(unsafe.Sizeof(RequestHeader{})),
 	}
 	typeInfoResponseHeader = &codec.TypeInfo{
 		Name:           "ResponseHeader",
@@ -892,6 +1001,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ResponseHeader_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ResponseHeader_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ResponseHeader) },
+		Size:           int(unsafe.Sizeof(ResponseHeader{})),
 	}
 	typeInfoServiceFault = &codec.TypeInfo{
 		Name:           "ServiceFault",
@@ -900,6 +1010,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ServiceFault_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ServiceFault_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ServiceFault) },
+		Size:           int(unsafe.Sizeof(ServiceFault{})),
 	}
 	typeInfoSessionlessInvokeRequestType = &codec.TypeInfo{
 		Name:           "SessionlessInvokeRequestType",
@@ -908,6 +1019,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SessionlessInvokeRequestType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SessionlessInvokeRequestType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SessionlessInvokeRequestType) },
+		Size:           int(unsafe.Sizeof(SessionlessInvokeRequestType{})),
 	}
 	typeInfoSessionlessInvokeResponseType = &codec.TypeInfo{
 		Name:           "SessionlessInvokeResponseType",
@@ -916,6 +1028,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SessionlessInvokeResponseType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SessionlessInvokeResponseType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SessionlessInvokeResponseType) },
+		Size:           int(unsafe.Sizeof(SessionlessInvokeResponseType{})),
 	}
 	typeInfoFindServersRequest = &codec.TypeInfo{
 		Name:           "FindServersRequest",
@@ -924,6 +1037,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FindServersRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FindServersRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FindServersRequest) },
+		Size:           int(unsafe.Sizeof(FindServersRequest{})),
 	}
 	typeInfoFindServersResponse = &codec.TypeInfo{
 		Name:           "FindServersResponse",
@@ -932,6 +1046,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FindServersResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FindServersResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FindServersResponse) },
+		Size:           int(unsafe.Sizeof(FindServersResponse{})),
 	}
 	typeInfoServerOnNetwork = &codec.TypeInfo{
 		Name:           "ServerOnNetwork",
@@ -940,6 +1055,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ServerOnNetwork_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ServerOnNetwork_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ServerOnNetwork) },
+		Size:           int(unsafe.Sizeof(ServerOnNetwork{})),
 	}
 	typeInfoFindServersOnNetworkRequest = &codec.TypeInfo{
 		Name:           "FindServersOnNetworkRequest",
@@ -948,6 +1064,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FindServersOnNetworkRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FindServersOnNetworkRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FindServersOnNetworkRequest) },
+		Size:           int(unsafe.Sizeof(FindServersOnNetworkRequest{})),
 	}
 	typeInfoFindServersOnNetworkResponse = &codec.TypeInfo{
 		Name:           "FindServersOnNetworkResponse",
@@ -956,6 +1073,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FindServersOnNetworkResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FindServersOnNetworkResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FindServersOnNetworkResponse) },
+		Size:           int(unsafe.Sizeof(FindServersOnNetworkResponse{})),
 	}
 	typeInfoUserTokenPolicy = &codec.TypeInfo{
 		Name:           "UserTokenPolicy",
@@ -964,6 +1082,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UserTokenPolicy_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UserTokenPolicy_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UserTokenPolicy) },
+		Size:           int(unsafe.Sizeof(UserTokenPolicy{})),
 	}
 	typeInfoEndpointDescription = &codec.TypeInfo{
 		Name:           "EndpointDescription",
@@ -972,6 +1091,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EndpointDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EndpointDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EndpointDescription) },
+		Size:           int(unsafe.Sizeof(EndpointDescription{})),
 	}
 	typeInfoGetEndpointsRequest = &codec.TypeInfo{
 		Name:           "GetEndpointsRequest",
@@ -980,6 +1100,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.GetEndpointsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.GetEndpointsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(GetEndpointsRequest) },
+		Size:           int(unsafe.Sizeof(GetEndpointsRequest{})),
 	}
 	typeInfoGetEndpointsResponse = &codec.TypeInfo{
 		Name:           "GetEndpointsResponse",
@@ -988,6 +1109,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.GetEndpointsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.GetEndpointsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(GetEndpointsResponse) },
+		Size:           int(unsafe.Sizeof(GetEndpointsResponse{})),
 	}
 	typeInfoRegisteredServer = &codec.TypeInfo{
 		Name:           "RegisteredServer",
@@ -996,6 +1118,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisteredServer_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisteredServer_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisteredServer) },
+		Size:           int(unsafe.Sizeof(RegisteredServer{})),
 	}
 	typeInfoRegisterServerRequest = &codec.TypeInfo{
 		Name:           "RegisterServerRequest",
@@ -1004,6 +1127,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisterServerRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisterServerRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisterServerRequest) },
+		Size:           int(unsafe.Sizeof(RegisterServerRequest{})),
 	}
 	typeInfoRegisterServerResponse = &codec.TypeInfo{
 		Name:           "RegisterServerResponse",
@@ -1012,6 +1136,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisterServerResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisterServerResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisterServerResponse) },
+		Size:           int(unsafe.Sizeof(RegisterServerResponse{})),
 	}
 	typeInfoDiscoveryConfiguration = &codec.TypeInfo{
 		Name:           "DiscoveryConfiguration",
@@ -1020,6 +1145,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DiscoveryConfiguration_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DiscoveryConfiguration_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DiscoveryConfiguration) },
+		Size:           int(unsafe.Sizeof(DiscoveryConfiguration{})),
 	}
 	typeInfoMdnsDiscoveryConfiguration = &codec.TypeInfo{
 		Name:           "MdnsDiscoveryConfiguration",
@@ -1028,6 +1154,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MdnsDiscoveryConfiguration_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MdnsDiscoveryConfiguration_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MdnsDiscoveryConfiguration) },
+		Size:           int(unsafe.Sizeof(MdnsDiscoveryConfiguration{})),
 	}
 	typeInfoRegisterServer2Request = &codec.TypeInfo{
 		Name:           "RegisterServer2Request",
@@ -1036,6 +1163,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisterServer2Request_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisterServer2Request_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisterServer2Request) },
+		Size:           int(unsafe.Sizeof(RegisterServer2Request{})),
 	}
 	typeInfoRegisterServer2Response = &codec.TypeInfo{
 		Name:           "RegisterServer2Response",
@@ -1044,6 +1172,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisterServer2Response_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisterServer2Response_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisterServer2Response) },
+		Size:           int(unsafe.Sizeof(RegisterServer2Response{})),
 	}
 	typeInfoChannelSecurityToken = &codec.TypeInfo{
 		Name:           "ChannelSecurityToken",
@@ -1052,6 +1181,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ChannelSecurityToken_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ChannelSecurityToken_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ChannelSecurityToken) },
+		Size:           int(unsafe.Sizeof(ChannelSecurityToken{})),
 	}
 	typeInfoOpenSecureChannelRequest = &codec.TypeInfo{
 		Name:           "OpenSecureChannelRequest",
@@ -1060,6 +1190,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.OpenSecureChannelRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.OpenSecureChannelRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(OpenSecureChannelRequest) },
+		Size:           int(unsafe.Sizeof(OpenSecureChannelRequest{})),
 	}
 	typeInfoOpenSecureChannelResponse = &codec.TypeInfo{
 		Name:           "OpenSecureChannelResponse",
@@ -1068,6 +1199,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.OpenSecureChannelResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.OpenSecureChannelResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(OpenSecureChannelResponse) },
+		Size:           int(unsafe.Sizeof(OpenSecureChannelResponse{})),
 	}
 	typeInfoCloseSecureChannelRequest = &codec.TypeInfo{
 		Name:           "CloseSecureChannelRequest",
@@ -1076,6 +1208,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CloseSecureChannelRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CloseSecureChannelRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CloseSecureChannelRequest) },
+		Size:           int(unsafe.Sizeof(CloseSecureChannelRequest{})),
 	}
 	typeInfoCloseSecureChannelResponse = &codec.TypeInfo{
 		Name:           "CloseSecureChannelResponse",
@@ -1084,6 +1217,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CloseSecureChannelResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CloseSecureChannelResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CloseSecureChannelResponse) },
+		Size:           int(unsafe.Sizeof(CloseSecureChannelResponse{})),
 	}
 	typeInfoSignedSoftwareCertificate = &codec.TypeInfo{
 		Name:           "SignedSoftwareCertificate",
@@ -1092,6 +1226,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SignedSoftwareCertificate_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SignedSoftwareCertificate_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SignedSoftwareCertificate) },
+		Size:           int(unsafe.Sizeof(SignedSoftwareCertificate{})),
 	}
 	typeInfoSignatureData = &codec.TypeInfo{
 		Name:           "SignatureData",
@@ -1100,6 +1235,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SignatureData_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SignatureData_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SignatureData) },
+		Size:           int(unsafe.Sizeof(SignatureData{})),
 	}
 	typeInfoCreateSessionRequest = &codec.TypeInfo{
 		Name:           "CreateSessionRequest",
@@ -1108,6 +1244,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CreateSessionRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CreateSessionRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CreateSessionRequest) },
+		Size:           int(unsafe.Sizeof(CreateSessionRequest{})),
 	}
 	typeInfoCreateSessionResponse = &codec.TypeInfo{
 		Name:           "CreateSessionResponse",
@@ -1116,6 +1253,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CreateSessionResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CreateSessionResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CreateSessionResponse) },
+		Size:           int(unsafe.Sizeof(CreateSessionResponse{})),
 	}
 	typeInfoUserIdentityToken = &codec.TypeInfo{
 		Name:           "UserIdentityToken",
@@ -1124,6 +1262,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UserIdentityToken_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UserIdentityToken_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UserIdentityToken) },
+		Size:           int(unsafe.Sizeof(UserIdentityToken{})),
 	}
 	typeInfoAnonymousIdentityToken = &codec.TypeInfo{
 		Name:           "AnonymousIdentityToken",
@@ -1132,6 +1271,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AnonymousIdentityToken_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AnonymousIdentityToken_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AnonymousIdentityToken) },
+		Size:           int(unsafe.Sizeof(AnonymousIdentityToken{})),
 	}
 	typeInfoUserNameIdentityToken = &codec.TypeInfo{
 		Name:           "UserNameIdentityToken",
@@ -1140,6 +1280,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UserNameIdentityToken_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UserNameIdentityToken_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UserNameIdentityToken) },
+		Size:           int(unsafe.Sizeof(UserNameIdentityToken{})),
 	}
 	typeInfoX509IdentityToken = &codec.TypeInfo{
 		Name:           "X509IdentityToken",
@@ -1148,6 +1289,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.X509IdentityToken_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.X509IdentityToken_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(X509IdentityToken) },
+		Size:           int(unsafe.Sizeof(X509IdentityToken{})),
 	}
 	typeInfoIssuedIdentityToken = &codec.TypeInfo{
 		Name:           "IssuedIdentityToken",
@@ -1156,6 +1298,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.IssuedIdentityToken_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.IssuedIdentityToken_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(IssuedIdentityToken) },
+		Size:           int(unsafe.Sizeof(IssuedIdentityToken{})),
 	}
 	typeInfoActivateSessionRequest = &codec.TypeInfo{
 		Name:           "ActivateSessionRequest",
@@ -1164,6 +1307,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ActivateSessionRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ActivateSessionRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ActivateSessionRequest) },
+		Size:           int(unsafe.Sizeof(ActivateSessionRequest{})),
 	}
 	typeInfoActivateSessionResponse = &codec.TypeInfo{
 		Name:           "ActivateSessionResponse",
@@ -1172,6 +1316,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ActivateSessionResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ActivateSessionResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ActivateSessionResponse) },
+		Size:           int(unsafe.Sizeof(ActivateSessionResponse{})),
 	}
 	typeInfoCloseSessionRequest = &codec.TypeInfo{
 		Name:           "CloseSessionRequest",
@@ -1180,6 +1325,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CloseSessionRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CloseSessionRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CloseSessionRequest) },
+		Size:           int(unsafe.Sizeof(CloseSessionRequest{})),
 	}
 	typeInfoCloseSessionResponse = &codec.TypeInfo{
 		Name:           "CloseSessionResponse",
@@ -1188,6 +1334,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CloseSessionResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CloseSessionResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CloseSessionResponse) },
+		Size:           int(unsafe.Sizeof(CloseSessionResponse{})),
 	}
 	typeInfoCancelRequest = &codec.TypeInfo{
 		Name:           "CancelRequest",
@@ -1196,6 +1343,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CancelRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CancelRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CancelRequest) },
+		Size:           int(unsafe.Sizeof(CancelRequest{})),
 	}
 	typeInfoCancelResponse = &codec.TypeInfo{
 		Name:           "CancelResponse",
@@ -1204,6 +1352,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CancelResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CancelResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CancelResponse) },
+		Size:           int(unsafe.Sizeof(CancelResponse{})),
 	}
 	typeInfoNodeAttributes = &codec.TypeInfo{
 		Name:           "NodeAttributes",
@@ -1212,6 +1361,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NodeAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NodeAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NodeAttributes) },
+		Size:           int(unsafe.Sizeof(NodeAttributes{})),
 	}
 	typeInfoObjectAttributes = &codec.TypeInfo{
 		Name:           "ObjectAttributes",
@@ -1220,6 +1370,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ObjectAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ObjectAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ObjectAttributes) },
+		Size:           int(unsafe.Sizeof(ObjectAttributes{})),
 	}
 	typeInfoVariableAttributes = &codec.TypeInfo{
 		Name:           "VariableAttributes",
@@ -1228,6 +1379,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.VariableAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.VariableAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(VariableAttributes) },
+		Size:           int(unsafe.Sizeof(VariableAttributes{})),
 	}
 	typeInfoMethodAttributes = &codec.TypeInfo{
 		Name:           "MethodAttributes",
@@ -1236,6 +1388,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MethodAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MethodAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MethodAttributes) },
+		Size:           int(unsafe.Sizeof(MethodAttributes{})),
 	}
 	typeInfoObjectTypeAttributes = &codec.TypeInfo{
 		Name:           "ObjectTypeAttributes",
@@ -1244,6 +1397,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ObjectTypeAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ObjectTypeAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ObjectTypeAttributes) },
+		Size:           int(unsafe.Sizeof(ObjectTypeAttributes{})),
 	}
 	typeInfoVariableTypeAttributes = &codec.TypeInfo{
 		Name:           "VariableTypeAttributes",
@@ -1252,6 +1406,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.VariableTypeAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.VariableTypeAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(VariableTypeAttributes) },
+		Size:           int(unsafe.Sizeof(VariableTypeAttributes{})),
 	}
 	typeInfoReferenceTypeAttributes = &codec.TypeInfo{
 		Name:           "ReferenceTypeAttributes",
@@ -1260,6 +1415,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReferenceTypeAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReferenceTypeAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReferenceTypeAttributes) },
+		Size:           int(unsafe.Sizeof(ReferenceTypeAttributes{})),
 	}
 	typeInfoDataTypeAttributes = &codec.TypeInfo{
 		Name:           "DataTypeAttributes",
@@ -1268,6 +1424,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataTypeAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataTypeAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataTypeAttributes) },
+		Size:           int(unsafe.Sizeof(DataTypeAttributes{})),
 	}
 	typeInfoViewAttributes = &codec.TypeInfo{
 		Name:           "ViewAttributes",
@@ -1276,6 +1433,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ViewAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ViewAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ViewAttributes) },
+		Size:           int(unsafe.Sizeof(ViewAttributes{})),
 	}
 	typeInfoGenericAttributeValue = &codec.TypeInfo{
 		Name:           "GenericAttributeValue",
@@ -1284,6 +1442,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.GenericAttributeValue_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.GenericAttributeValue_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(GenericAttributeValue) },
+		Size:           int(unsafe.Sizeof(GenericAttributeValue{})),
 	}
 	typeInfoGenericAttributes = &codec.TypeInfo{
 		Name:           "GenericAttributes",
@@ -1292,6 +1451,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.GenericAttributes_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.GenericAttributes_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(GenericAttributes) },
+		Size:           int(unsafe.Sizeof(GenericAttributes{})),
 	}
 	typeInfoAddNodesItem = &codec.TypeInfo{
 		Name:           "AddNodesItem",
@@ -1300,6 +1460,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddNodesItem_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddNodesItem_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddNodesItem) },
+		Size:           int(unsafe.Sizeof(AddNodesItem{})),
 	}
 	typeInfoAddNodesResult = &codec.TypeInfo{
 		Name:           "AddNodesResult",
@@ -1308,6 +1469,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddNodesResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddNodesResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddNodesResult) },
+		Size:           int(unsafe.Sizeof(AddNodesResult{})),
 	}
 	typeInfoAddNodesRequest = &codec.TypeInfo{
 		Name:           "AddNodesRequest",
@@ -1316,6 +1478,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddNodesRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddNodesRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddNodesRequest) },
+		Size:           int(unsafe.Sizeof(AddNodesRequest{})),
 	}
 	typeInfoAddNodesResponse = &codec.TypeInfo{
 		Name:           "AddNodesResponse",
@@ -1324,6 +1487,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddNodesResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddNodesResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddNodesResponse) },
+		Size:           int(unsafe.Sizeof(AddNodesResponse{})),
 	}
 	typeInfoAddReferencesItem = &codec.TypeInfo{
 		Name:           "AddReferencesItem",
@@ -1332,6 +1496,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddReferencesItem_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddReferencesItem_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddReferencesItem) },
+		Size:           int(unsafe.Sizeof(AddReferencesItem{})),
 	}
 	typeInfoAddReferencesRequest = &codec.TypeInfo{
 		Name:           "AddReferencesRequest",
@@ -1340,6 +1505,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddReferencesRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddReferencesRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddReferencesRequest) },
+		Size:           int(unsafe.Sizeof(AddReferencesRequest{})),
 	}
 	typeInfoAddReferencesResponse = &codec.TypeInfo{
 		Name:           "AddReferencesResponse",
@@ -1348,6 +1514,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AddReferencesResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AddReferencesResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AddReferencesResponse) },
+		Size:           int(unsafe.Sizeof(AddReferencesResponse{})),
 	}
 	typeInfoDeleteNodesItem = &codec.TypeInfo{
 		Name:           "DeleteNodesItem",
@@ -1356,6 +1523,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteNodesItem_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteNodesItem_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteNodesItem) },
+		Size:           int(unsafe.Sizeof(DeleteNodesItem{})),
 	}
 	typeInfoDeleteNodesRequest = &codec.TypeInfo{
 		Name:           "DeleteNodesRequest",
@@ -1364,6 +1532,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteNodesRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteNodesRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteNodesRequest) },
+		Size:           int(unsafe.Sizeof(DeleteNodesRequest{})),
 	}
 	typeInfoDeleteNodesResponse = &codec.TypeInfo{
 		Name:           "DeleteNodesResponse",
@@ -1372,6 +1541,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteNodesResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteNodesResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteNodesResponse) },
+		Size:           int(unsafe.Sizeof(DeleteNodesResponse{})),
 	}
 	typeInfoDeleteReferencesItem = &codec.TypeInfo{
 		Name:           "DeleteReferencesItem",
@@ -1380,6 +1550,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteReferencesItem_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteReferencesItem_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteReferencesItem) },
+		Size:           int(unsafe.Sizeof(DeleteReferencesItem{})),
 	}
 	typeInfoDeleteReferencesRequest = &codec.TypeInfo{
 		Name:           "DeleteReferencesRequest",
@@ -1388,6 +1559,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteReferencesRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteReferencesRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteReferencesRequest) },
+		Size:           int(unsafe.Sizeof(DeleteReferencesRequest{})),
 	}
 	typeInfoDeleteReferencesResponse = &codec.TypeInfo{
 		Name:           "DeleteReferencesResponse",
@@ -1396,6 +1568,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteReferencesResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteReferencesResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteReferencesResponse) },
+		Size:           int(unsafe.Sizeof(DeleteReferencesResponse{})),
 	}
 	typeInfoViewDescription = &codec.TypeInfo{
 		Name:           "ViewDescription",
@@ -1404,6 +1577,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ViewDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ViewDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ViewDescription) },
+		Size:           int(unsafe.Sizeof(ViewDescription{})),
 	}
 	typeInfoBrowseDescription = &codec.TypeInfo{
 		Name:           "BrowseDescription",
@@ -1412,6 +1586,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowseDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowseDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowseDescription) },
+		Size:           int(unsafe.Sizeof(BrowseDescription{})),
 	}
 	typeInfoReferenceDescription = &codec.TypeInfo{
 		Name:           "ReferenceDescription",
@@ -1420,6 +1595,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReferenceDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReferenceDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReferenceDescription) },
+		Size:           int(unsafe.Sizeof(ReferenceDescription{})),
 	}
 	typeInfoBrowseResult = &codec.TypeInfo{
 		Name:           "BrowseResult",
@@ -1428,6 +1604,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowseResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowseResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowseResult) },
+		Size:           int(unsafe.Sizeof(BrowseResult{})),
 	}
 	typeInfoBrowseRequest = &codec.TypeInfo{
 		Name:           "BrowseRequest",
@@ -1436,6 +1613,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowseRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowseRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowseRequest) },
+		Size:           int(unsafe.Sizeof(BrowseRequest{})),
 	}
 	typeInfoBrowseResponse = &codec.TypeInfo{
 		Name:           "BrowseResponse",
@@ -1444,6 +1622,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowseResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowseResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowseResponse) },
+		Size:           int(unsafe.Sizeof(BrowseResponse{})),
 	}
 	typeInfoBrowseNextRequest = &codec.TypeInfo{
 		Name:           "BrowseNextRequest",
@@ -1452,6 +1631,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowseNextRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowseNextRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowseNextRequest) },
+		Size:           int(unsafe.Sizeof(BrowseNextRequest{})),
 	}
 	typeInfoBrowseNextResponse = &codec.TypeInfo{
 		Name:           "BrowseNextResponse",
@@ -1460,6 +1640,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowseNextResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowseNextResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowseNextResponse) },
+		Size:           int(unsafe.Sizeof(BrowseNextResponse{})),
 	}
 	typeInfoRelativePathElement = &codec.TypeInfo{
 		Name:           "RelativePathElement",
@@ -1468,6 +1649,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RelativePathElement_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RelativePathElement_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RelativePathElement) },
+		Size:           int(unsafe.Sizeof(RelativePathElement{})),
 	}
 	typeInfoRelativePath = &codec.TypeInfo{
 		Name:           "RelativePath",
@@ -1476,6 +1658,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RelativePath_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RelativePath_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RelativePath) },
+		Size:           int(unsafe.Sizeof(RelativePath{})),
 	}
 	typeInfoBrowsePath = &codec.TypeInfo{
 		Name:           "BrowsePath",
@@ -1484,6 +1667,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowsePath_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowsePath_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowsePath) },
+		Size:           int(unsafe.Sizeof(BrowsePath{})),
 	}
 	typeInfoBrowsePathTarget = &codec.TypeInfo{
 		Name:           "BrowsePathTarget",
@@ -1492,6 +1676,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowsePathTarget_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowsePathTarget_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowsePathTarget) },
+		Size:           int(unsafe.Sizeof(BrowsePathTarget{})),
 	}
 	typeInfoBrowsePathResult = &codec.TypeInfo{
 		Name:           "BrowsePathResult",
@@ -1500,6 +1685,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BrowsePathResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BrowsePathResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BrowsePathResult) },
+		Size:           int(unsafe.Sizeof(BrowsePathResult{})),
 	}
 	typeInfoTranslateBrowsePathsToNodeIdsRequest = &codec.TypeInfo{
 		Name:           "TranslateBrowsePathsToNodeIdsRequest",
@@ -1508,6 +1694,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TranslateBrowsePathsToNodeIdsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TranslateBrowsePathsToNodeIdsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TranslateBrowsePathsToNodeIdsRequest) },
+		Size:           int(unsafe.Sizeof(TranslateBrowsePathsToNodeIdsRequest{})),
 	}
 	typeInfoTranslateBrowsePathsToNodeIdsResponse = &codec.TypeInfo{
 		Name:           "TranslateBrowsePathsToNodeIdsResponse",
@@ -1516,6 +1703,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TranslateBrowsePathsToNodeIdsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TranslateBrowsePathsToNodeIdsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TranslateBrowsePathsToNodeIdsResponse) },
+		Size:           int(unsafe.Sizeof(TranslateBrowsePathsToNodeIdsResponse{})),
 	}
 	typeInfoRegisterNodesRequest = &codec.TypeInfo{
 		Name:           "RegisterNodesRequest",
@@ -1524,6 +1712,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisterNodesRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisterNodesRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisterNodesRequest) },
+		Size:           int(unsafe.Sizeof(RegisterNodesRequest{})),
 	}
 	typeInfoRegisterNodesResponse = &codec.TypeInfo{
 		Name:           "RegisterNodesResponse",
@@ -1532,6 +1721,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RegisterNodesResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RegisterNodesResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RegisterNodesResponse) },
+		Size:           int(unsafe.Sizeof(RegisterNodesResponse{})),
 	}
 	typeInfoUnregisterNodesRequest = &codec.TypeInfo{
 		Name:           "UnregisterNodesRequest",
@@ -1540,6 +1730,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UnregisterNodesRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UnregisterNodesRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UnregisterNodesRequest) },
+		Size:           int(unsafe.Sizeof(UnregisterNodesRequest{})),
 	}
 	typeInfoUnregisterNodesResponse = &codec.TypeInfo{
 		Name:           "UnregisterNodesResponse",
@@ -1548,6 +1739,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UnregisterNodesResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UnregisterNodesResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UnregisterNodesResponse) },
+		Size:           int(unsafe.Sizeof(UnregisterNodesResponse{})),
 	}
 	typeInfoEndpointConfiguration = &codec.TypeInfo{
 		Name:           "EndpointConfiguration",
@@ -1556,6 +1748,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EndpointConfiguration_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EndpointConfiguration_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EndpointConfiguration) },
+		Size:           int(unsafe.Sizeof(EndpointConfiguration{})),
 	}
 	typeInfoQueryDataDescription = &codec.TypeInfo{
 		Name:           "QueryDataDescription",
@@ -1564,6 +1757,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QueryDataDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QueryDataDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QueryDataDescription) },
+		Size:           int(unsafe.Sizeof(QueryDataDescription{})),
 	}
 	typeInfoNodeTypeDescription = &codec.TypeInfo{
 		Name:           "NodeTypeDescription",
@@ -1572,6 +1766,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NodeTypeDescription_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NodeTypeDescription_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NodeTypeDescription) },
+		Size:           int(unsafe.Sizeof(NodeTypeDescription{})),
 	}
 	typeInfoQueryDataSet = &codec.TypeInfo{
 		Name:           "QueryDataSet",
@@ -1580,6 +1775,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QueryDataSet_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QueryDataSet_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QueryDataSet) },
+		Size:           int(unsafe.Sizeof(QueryDataSet{})),
 	}
 	typeInfoNodeReference = &codec.TypeInfo{
 		Name:           "NodeReference",
@@ -1588,6 +1784,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NodeReference_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NodeReference_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NodeReference) },
+		Size:           int(unsafe.Sizeof(NodeReference{})),
 	}
 	typeInfoContentFilterElement = &codec.TypeInfo{
 		Name:           "ContentFilterElement",
@@ -1596,6 +1793,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ContentFilterElement_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ContentFilterElement_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ContentFilterElement) },
+		Size:           int(unsafe.Sizeof(ContentFilterElement{})),
 	}
 	typeInfoContentFilter = &codec.TypeInfo{
 		Name:           "ContentFilter",
@@ -1604,6 +1802,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ContentFilter_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ContentFilter_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ContentFilter) },
+		Size:           int(unsafe.Sizeof(ContentFilter{})),
 	}
 	typeInfoFilterOperand = &codec.TypeInfo{
 		Name:           "FilterOperand",
@@ -1612,6 +1811,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.FilterOperand_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.FilterOperand_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(FilterOperand) },
+		Size:           int(unsafe.Sizeof(FilterOperand{})),
 	}
 	typeInfoElementOperand = &codec.TypeInfo{
 		Name:           "ElementOperand",
@@ -1620,6 +1820,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ElementOperand_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ElementOperand_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ElementOperand) },
+		Size:           int(unsafe.Sizeof(ElementOperand{})),
 	}
 	typeInfoLiteralOperand = &codec.TypeInfo{
 		Name:           "LiteralOperand",
@@ -1628,6 +1829,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.LiteralOperand_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.LiteralOperand_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(LiteralOperand) },
+		Size:           int(unsafe.Sizeof(LiteralOperand{})),
 	}
 	typeInfoAttributeOperand = &codec.TypeInfo{
 		Name:           "AttributeOperand",
@@ -1636,6 +1838,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AttributeOperand_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AttributeOperand_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AttributeOperand) },
+		Size:           int(unsafe.Sizeof(AttributeOperand{})),
 	}
 	typeInfoSimpleAttributeOperand = &codec.TypeInfo{
 		Name:           "SimpleAttributeOperand",
@@ -1644,6 +1847,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SimpleAttributeOperand_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SimpleAttributeOperand_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SimpleAttributeOperand) },
+		Size:           int(unsafe.Sizeof(SimpleAttributeOperand{})),
 	}
 	typeInfoContentFilterElementResult = &codec.TypeInfo{
 		Name:           "ContentFilterElementResult",
@@ -1652,6 +1856,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ContentFilterElementResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ContentFilterElementResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ContentFilterElementResult) },
+		Size:           int(unsafe.Sizeof(ContentFilterElementResult{})),
 	}
 	typeInfoContentFilterResult = &codec.TypeInfo{
 		Name:           "ContentFilterResult",
@@ -1660,6 +1865,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ContentFilterResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ContentFilterResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ContentFilterResult) },
+		Size:           int(unsafe.Sizeof(ContentFilterResult{})),
 	}
 	typeInfoParsingResult = &codec.TypeInfo{
 		Name:           "ParsingResult",
@@ -1668,6 +1874,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ParsingResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ParsingResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ParsingResult) },
+		Size:           int(unsafe.Sizeof(ParsingResult{})),
 	}
 	typeInfoQueryFirstRequest = &codec.TypeInfo{
 		Name:           "QueryFirstRequest",
@@ -1676,6 +1883,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QueryFirstRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QueryFirstRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QueryFirstRequest) },
+		Size:           int(unsafe.Sizeof(QueryFirstRequest{})),
 	}
 	typeInfoQueryFirstResponse = &codec.TypeInfo{
 		Name:           "QueryFirstResponse",
@@ -1684,6 +1892,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QueryFirstResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QueryFirstResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QueryFirstResponse) },
+		Size:           int(unsafe.Sizeof(QueryFirstResponse{})),
 	}
 	typeInfoQueryNextRequest = &codec.TypeInfo{
 		Name:           "QueryNextRequest",
@@ -1692,6 +1901,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QueryNextRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QueryNextRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QueryNextRequest) },
+		Size:           int(unsafe.Sizeof(QueryNextRequest{})),
 	}
 	typeInfoQueryNextResponse = &codec.TypeInfo{
 		Name:           "QueryNextResponse",
@@ -1700,6 +1910,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.QueryNextResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.QueryNextResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(QueryNextResponse) },
+		Size:           int(unsafe.Sizeof(QueryNextResponse{})),
 	}
 	typeInfoReadValueId = &codec.TypeInfo{
 		Name:           "ReadValueId",
@@ -1708,6 +1919,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadValueId_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadValueId_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadValueId) },
+		Size:           int(unsafe.Sizeof(ReadValueId{})),
 	}
 	typeInfoReadRequest = &codec.TypeInfo{
 		Name:           "ReadRequest",
@@ -1716,6 +1928,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadRequest) },
+		Size:           int(unsafe.Sizeof(ReadRequest{})),
 	}
 	typeInfoReadResponse = &codec.TypeInfo{
 		Name:           "ReadResponse",
@@ -1724,6 +1937,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadResponse) },
+		Size:           int(unsafe.Sizeof(ReadResponse{})),
 	}
 	typeInfoHistoryReadValueId = &codec.TypeInfo{
 		Name:           "HistoryReadValueId",
@@ -1732,6 +1946,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryReadValueId_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryReadValueId_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryReadValueId) },
+		Size:           int(unsafe.Sizeof(HistoryReadValueId{})),
 	}
 	typeInfoHistoryReadResult = &codec.TypeInfo{
 		Name:           "HistoryReadResult",
@@ -1740,6 +1955,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryReadResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryReadResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryReadResult) },
+		Size:           int(unsafe.Sizeof(HistoryReadResult{})),
 	}
 	typeInfoHistoryReadDetails = &codec.TypeInfo{
 		Name:           "HistoryReadDetails",
@@ -1748,6 +1964,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryReadDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryReadDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryReadDetails) },
+		Size:           int(unsafe.Sizeof(HistoryReadDetails{})),
 	}
 	typeInfoReadEventDetails = &codec.TypeInfo{
 		Name:           "ReadEventDetails",
@@ -1756,6 +1973,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadEventDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadEventDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadEventDetails) },
+		Size:           int(unsafe.Sizeof(ReadEventDetails{})),
 	}
 	typeInfoReadEventDetails2 = &codec.TypeInfo{
 		Name:           "ReadEventDetails2",
@@ -1764,6 +1982,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadEventDetails2_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadEventDetails2_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadEventDetails2) },
+		Size:           int(unsafe.Sizeof(ReadEventDetails2{})),
 	}
 	typeInfoReadRawModifiedDetails = &codec.TypeInfo{
 		Name:           "ReadRawModifiedDetails",
@@ -1772,6 +1991,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadRawModifiedDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadRawModifiedDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadRawModifiedDetails) },
+		Size:           int(unsafe.Sizeof(ReadRawModifiedDetails{})),
 	}
 	typeInfoReadProcessedDetails = &codec.TypeInfo{
 		Name:           "ReadProcessedDetails",
@@ -1780,6 +2000,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadProcessedDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadProcessedDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadProcessedDetails) },
+		Size:           int(unsafe.Sizeof(ReadProcessedDetails{})),
 	}
 	typeInfoReadAtTimeDetails = &codec.TypeInfo{
 		Name:           "ReadAtTimeDetails",
@@ -1788,6 +2009,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadAtTimeDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadAtTimeDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadAtTimeDetails) },
+		Size:           int(unsafe.Sizeof(ReadAtTimeDetails{})),
 	}
 	typeInfoReadAnnotationDataDetails = &codec.TypeInfo{
 		Name:           "ReadAnnotationDataDetails",
@@ -1796,6 +2018,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ReadAnnotationDataDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ReadAnnotationDataDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ReadAnnotationDataDetails) },
+		Size:           int(unsafe.Sizeof(ReadAnnotationDataDetails{})),
 	}
 	typeInfoHistoryData = &codec.TypeInfo{
 		Name:           "HistoryData",
@@ -1804,6 +2027,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryData_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryData_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryData) },
+		Size:           int(unsafe.Sizeof(HistoryData{})),
 	}
 	typeInfoModificationInfo = &codec.TypeInfo{
 		Name:           "ModificationInfo",
@@ -1812,6 +2036,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ModificationInfo_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ModificationInfo_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ModificationInfo) },
+		Size:           int(unsafe.Sizeof(ModificationInfo{})),
 	}
 	typeInfoHistoryModifiedData = &codec.TypeInfo{
 		Name:           "HistoryModifiedData",
@@ -1820,6 +2045,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryModifiedData_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryModifiedData_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryModifiedData) },
+		Size:           int(unsafe.Sizeof(HistoryModifiedData{})),
 	}
 	typeInfoHistoryEvent = &codec.TypeInfo{
 		Name:           "HistoryEvent",
@@ -1828,6 +2054,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryEvent_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryEvent_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryEvent) },
+		Size:           int(unsafe.Sizeof(HistoryEvent{})),
 	}
 	typeInfoHistoryModifiedEvent = &codec.TypeInfo{
 		Name:           "HistoryModifiedEvent",
@@ -1836,6 +2063,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryModifiedEvent_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryModifiedEvent_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryModifiedEvent) },
+		Size:           int(unsafe.Sizeof(HistoryModifiedEvent{})),
 	}
 	typeInfoHistoryReadRequest = &codec.TypeInfo{
 		Name:           "HistoryReadRequest",
@@ -1844,6 +2072,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryReadRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryReadRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryReadRequest) },
+		Size:           int(unsafe.Sizeof(HistoryReadRequest{})),
 	}
 	typeInfoHistoryReadResponse = &codec.TypeInfo{
 		Name:           "HistoryReadResponse",
@@ -1852,6 +2081,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryReadResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryReadResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryReadResponse) },
+		Size:           int(unsafe.Sizeof(HistoryReadResponse{})),
 	}
 	typeInfoWriteValue = &codec.TypeInfo{
 		Name:           "WriteValue",
@@ -1860,6 +2090,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.WriteValue_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.WriteValue_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(WriteValue) },
+		Size:           int(unsafe.Sizeof(WriteValue{})),
 	}
 	typeInfoWriteRequest = &codec.TypeInfo{
 		Name:           "WriteRequest",
@@ -1868,6 +2099,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.WriteRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.WriteRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(WriteRequest) },
+		Size:           int(unsafe.Sizeof(WriteRequest{})),
 	}
 	typeInfoWriteResponse = &codec.TypeInfo{
 		Name:           "WriteResponse",
@@ -1876,6 +2108,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.WriteResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.WriteResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(WriteResponse) },
+		Size:           int(unsafe.Sizeof(WriteResponse{})),
 	}
 	typeInfoHistoryUpdateDetails = &codec.TypeInfo{
 		Name:           "HistoryUpdateDetails",
@@ -1884,6 +2117,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryUpdateDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryUpdateDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryUpdateDetails) },
+		Size:           int(unsafe.Sizeof(HistoryUpdateDetails{})),
 	}
 	typeInfoUpdateDataDetails = &codec.TypeInfo{
 		Name:           "UpdateDataDetails",
@@ -1892,6 +2126,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UpdateDataDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UpdateDataDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UpdateDataDetails) },
+		Size:           int(unsafe.Sizeof(UpdateDataDetails{})),
 	}
 	typeInfoUpdateStructureDataDetails = &codec.TypeInfo{
 		Name:           "UpdateStructureDataDetails",
@@ -1900,6 +2135,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UpdateStructureDataDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UpdateStructureDataDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UpdateStructureDataDetails) },
+		Size:           int(unsafe.Sizeof(UpdateStructureDataDetails{})),
 	}
 	typeInfoUpdateEventDetails = &codec.TypeInfo{
 		Name:           "UpdateEventDetails",
@@ -1908,6 +2144,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.UpdateEventDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.UpdateEventDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(UpdateEventDetails) },
+		Size:           int(unsafe.Sizeof(UpdateEventDetails{})),
 	}
 	typeInfoDeleteRawModifiedDetails = &codec.TypeInfo{
 		Name:           "DeleteRawModifiedDetails",
@@ -1916,6 +2153,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteRawModifiedDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteRawModifiedDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteRawModifiedDetails) },
+		Size:           int(unsafe.Sizeof(DeleteRawModifiedDetails{})),
 	}
 	typeInfoDeleteAtTimeDetails = &codec.TypeInfo{
 		Name:           "DeleteAtTimeDetails",
@@ -1924,6 +2162,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteAtTimeDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteAtTimeDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteAtTimeDetails) },
+		Size:           int(unsafe.Sizeof(DeleteAtTimeDetails{})),
 	}
 	typeInfoDeleteEventDetails = &codec.TypeInfo{
 		Name:           "DeleteEventDetails",
@@ -1932,6 +2171,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteEventDetails_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteEventDetails_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteEventDetails) },
+		Size:           int(unsafe.Sizeof(DeleteEventDetails{})),
 	}
 	typeInfoHistoryUpdateResult = &codec.TypeInfo{
 		Name:           "HistoryUpdateResult",
@@ -1940,6 +2180,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryUpdateResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryUpdateResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryUpdateResult) },
+		Size:           int(unsafe.Sizeof(HistoryUpdateResult{})),
 	}
 	typeInfoHistoryUpdateRequest = &codec.TypeInfo{
 		Name:           "HistoryUpdateRequest",
@@ -1948,6 +2189,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryUpdateRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryUpdateRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryUpdateRequest) },
+		Size:           int(unsafe.Sizeof(HistoryUpdateRequest{})),
 	}
 	typeInfoHistoryUpdateResponse = &codec.TypeInfo{
 		Name:           "HistoryUpdateResponse",
@@ -1956,6 +2198,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryUpdateResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryUpdateResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryUpdateResponse) },
+		Size:           int(unsafe.Sizeof(HistoryUpdateResponse{})),
 	}
 	typeInfoCallMethodRequest = &codec.TypeInfo{
 		Name:           "CallMethodRequest",
@@ -1964,6 +2207,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CallMethodRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CallMethodRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CallMethodRequest) },
+		Size:           int(unsafe.Sizeof(CallMethodRequest{})),
 	}
 	typeInfoCallMethodResult = &codec.TypeInfo{
 		Name:           "CallMethodResult",
@@ -1972,6 +2216,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CallMethodResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CallMethodResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CallMethodResult) },
+		Size:           int(unsafe.Sizeof(CallMethodResult{})),
 	}
 	typeInfoCallRequest = &codec.TypeInfo{
 		Name:           "CallRequest",
@@ -1980,6 +2225,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CallRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CallRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CallRequest) },
+		Size:           int(unsafe.Sizeof(CallRequest{})),
 	}
 	typeInfoCallResponse = &codec.TypeInfo{
 		Name:           "CallResponse",
@@ -1988,6 +2234,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CallResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CallResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CallResponse) },
+		Size:           int(unsafe.Sizeof(CallResponse{})),
 	}
 	typeInfoMonitoringFilter = &codec.TypeInfo{
 		Name:           "MonitoringFilter",
@@ -1996,6 +2243,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoringFilter_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoringFilter_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoringFilter) },
+		Size:           int(unsafe.Sizeof(MonitoringFilter{})),
 	}
 	typeInfoDataChangeFilter = &codec.TypeInfo{
 		Name:           "DataChangeFilter",
@@ -2004,6 +2252,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataChangeFilter_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataChangeFilter_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataChangeFilter) },
+		Size:           int(unsafe.Sizeof(DataChangeFilter{})),
 	}
 	typeInfoEventFilter = &codec.TypeInfo{
 		Name:           "EventFilter",
@@ -2012,6 +2261,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EventFilter_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EventFilter_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EventFilter) },
+		Size:           int(unsafe.Sizeof(EventFilter{})),
 	}
 	typeInfoAggregateConfiguration = &codec.TypeInfo{
 		Name:           "AggregateConfiguration",
@@ -2020,6 +2270,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AggregateConfiguration_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AggregateConfiguration_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AggregateConfiguration) },
+		Size:           int(unsafe.Sizeof(AggregateConfiguration{})),
 	}
 	typeInfoAggregateFilter = &codec.TypeInfo{
 		Name:           "AggregateFilter",
@@ -2028,6 +2279,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AggregateFilter_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AggregateFilter_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AggregateFilter) },
+		Size:           int(unsafe.Sizeof(AggregateFilter{})),
 	}
 	typeInfoMonitoringFilterResult = &codec.TypeInfo{
 		Name:           "MonitoringFilterResult",
@@ -2036,6 +2288,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoringFilterResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoringFilterResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoringFilterResult) },
+		Size:           int(unsafe.Sizeof(MonitoringFilterResult{})),
 	}
 	typeInfoEventFilterResult = &codec.TypeInfo{
 		Name:           "EventFilterResult",
@@ -2044,6 +2297,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EventFilterResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EventFilterResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EventFilterResult) },
+		Size:           int(unsafe.Sizeof(EventFilterResult{})),
 	}
 	typeInfoAggregateFilterResult = &codec.TypeInfo{
 		Name:           "AggregateFilterResult",
@@ -2052,6 +2306,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AggregateFilterResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AggregateFilterResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AggregateFilterResult) },
+		Size:           int(unsafe.Sizeof(AggregateFilterResult{})),
 	}
 	typeInfoMonitoringParameters = &codec.TypeInfo{
 		Name:           "MonitoringParameters",
@@ -2060,6 +2315,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoringParameters_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoringParameters_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoringParameters) },
+		Size:           int(unsafe.Sizeof(MonitoringParameters{})),
 	}
 	typeInfoMonitoredItemCreateRequest = &codec.TypeInfo{
 		Name:           "MonitoredItemCreateRequest",
@@ -2068,6 +2324,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoredItemCreateRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoredItemCreateRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoredItemCreateRequest) },
+		Size:           int(unsafe.Sizeof(MonitoredItemCreateRequest{})),
 	}
 	typeInfoMonitoredItemCreateResult = &codec.TypeInfo{
 		Name:           "MonitoredItemCreateResult",
@@ -2076,6 +2333,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoredItemCreateResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoredItemCreateResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoredItemCreateResult) },
+		Size:           int(unsafe.Sizeof(MonitoredItemCreateResult{})),
 	}
 	typeInfoCreateMonitoredItemsRequest = &codec.TypeInfo{
 		Name:           "CreateMonitoredItemsRequest",
@@ -2084,6 +2342,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CreateMonitoredItemsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CreateMonitoredItemsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CreateMonitoredItemsRequest) },
+		Size:           int(unsafe.Sizeof(CreateMonitoredItemsRequest{})),
 	}
 	typeInfoCreateMonitoredItemsResponse = &codec.TypeInfo{
 		Name:           "CreateMonitoredItemsResponse",
@@ -2092,6 +2351,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CreateMonitoredItemsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CreateMonitoredItemsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CreateMonitoredItemsResponse) },
+		Size:           int(unsafe.Sizeof(CreateMonitoredItemsResponse{})),
 	}
 	typeInfoMonitoredItemModifyRequest = &codec.TypeInfo{
 		Name:           "MonitoredItemModifyRequest",
@@ -2100,6 +2360,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoredItemModifyRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoredItemModifyRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoredItemModifyRequest) },
+		Size:           int(unsafe.Sizeof(MonitoredItemModifyRequest{})),
 	}
 	typeInfoMonitoredItemModifyResult = &codec.TypeInfo{
 		Name:           "MonitoredItemModifyResult",
@@ -2108,6 +2369,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoredItemModifyResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoredItemModifyResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoredItemModifyResult) },
+		Size:           int(unsafe.Sizeof(MonitoredItemModifyResult{})),
 	}
 	typeInfoModifyMonitoredItemsRequest = &codec.TypeInfo{
 		Name:           "ModifyMonitoredItemsRequest",
@@ -2116,6 +2378,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ModifyMonitoredItemsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ModifyMonitoredItemsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ModifyMonitoredItemsRequest) },
+		Size:           int(unsafe.Sizeof(ModifyMonitoredItemsRequest{})),
 	}
 	typeInfoModifyMonitoredItemsResponse = &codec.TypeInfo{
 		Name:           "ModifyMonitoredItemsResponse",
@@ -2124,6 +2387,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ModifyMonitoredItemsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ModifyMonitoredItemsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ModifyMonitoredItemsResponse) },
+		Size:           int(unsafe.Sizeof(ModifyMonitoredItemsResponse{})),
 	}
 	typeInfoSetMonitoringModeRequest = &codec.TypeInfo{
 		Name:           "SetMonitoringModeRequest",
@@ -2132,6 +2396,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SetMonitoringModeRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SetMonitoringModeRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SetMonitoringModeRequest) },
+		Size:           int(unsafe.Sizeof(SetMonitoringModeRequest{})),
 	}
 	typeInfoSetMonitoringModeResponse = &codec.TypeInfo{
 		Name:           "SetMonitoringModeResponse",
@@ -2140,6 +2405,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SetMonitoringModeResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SetMonitoringModeResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SetMonitoringModeResponse) },
+		Size:           int(unsafe.Sizeof(SetMonitoringModeResponse{})),
 	}
 	typeInfoSetTriggeringRequest = &codec.TypeInfo{
 		Name:           "SetTriggeringRequest",
@@ -2148,6 +2414,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SetTriggeringRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SetTriggeringRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SetTriggeringRequest) },
+		Size:           int(unsafe.Sizeof(SetTriggeringRequest{})),
 	}
 	typeInfoSetTriggeringResponse = &codec.TypeInfo{
 		Name:           "SetTriggeringResponse",
@@ -2156,6 +2423,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SetTriggeringResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SetTriggeringResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SetTriggeringResponse) },
+		Size:           int(unsafe.Sizeof(SetTriggeringResponse{})),
 	}
 	typeInfoDeleteMonitoredItemsRequest = &codec.TypeInfo{
 		Name:           "DeleteMonitoredItemsRequest",
@@ -2164,6 +2432,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteMonitoredItemsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteMonitoredItemsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteMonitoredItemsRequest) },
+		Size:           int(unsafe.Sizeof(DeleteMonitoredItemsRequest{})),
 	}
 	typeInfoDeleteMonitoredItemsResponse = &codec.TypeInfo{
 		Name:           "DeleteMonitoredItemsResponse",
@@ -2172,6 +2441,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteMonitoredItemsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteMonitoredItemsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteMonitoredItemsResponse) },
+		Size:           int(unsafe.Sizeof(DeleteMonitoredItemsResponse{})),
 	}
 	typeInfoCreateSubscriptionRequest = &codec.TypeInfo{
 		Name:           "CreateSubscriptionRequest",
@@ -2180,6 +2450,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CreateSubscriptionRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CreateSubscriptionRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CreateSubscriptionRequest) },
+		Size:           int(unsafe.Sizeof(CreateSubscriptionRequest{})),
 	}
 	typeInfoCreateSubscriptionResponse = &codec.TypeInfo{
 		Name:           "CreateSubscriptionResponse",
@@ -2188,6 +2459,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.CreateSubscriptionResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.CreateSubscriptionResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(CreateSubscriptionResponse) },
+		Size:           int(unsafe.Sizeof(CreateSubscriptionResponse{})),
 	}
 	typeInfoModifySubscriptionRequest = &codec.TypeInfo{
 		Name:           "ModifySubscriptionRequest",
@@ -2196,6 +2468,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ModifySubscriptionRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ModifySubscriptionRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ModifySubscriptionRequest) },
+		Size:           int(unsafe.Sizeof(ModifySubscriptionRequest{})),
 	}
 	typeInfoModifySubscriptionResponse = &codec.TypeInfo{
 		Name:           "ModifySubscriptionResponse",
@@ -2204,6 +2477,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ModifySubscriptionResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ModifySubscriptionResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ModifySubscriptionResponse) },
+		Size:           int(unsafe.Sizeof(ModifySubscriptionResponse{})),
 	}
 	typeInfoSetPublishingModeRequest = &codec.TypeInfo{
 		Name:           "SetPublishingModeRequest",
@@ -2212,6 +2486,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SetPublishingModeRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SetPublishingModeRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SetPublishingModeRequest) },
+		Size:           int(unsafe.Sizeof(SetPublishingModeRequest{})),
 	}
 	typeInfoSetPublishingModeResponse = &codec.TypeInfo{
 		Name:           "SetPublishingModeResponse",
@@ -2220,6 +2495,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SetPublishingModeResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SetPublishingModeResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SetPublishingModeResponse) },
+		Size:           int(unsafe.Sizeof(SetPublishingModeResponse{})),
 	}
 	typeInfoNotificationMessage = &codec.TypeInfo{
 		Name:           "NotificationMessage",
@@ -2228,6 +2504,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NotificationMessage_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NotificationMessage_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NotificationMessage) },
+		Size:           int(unsafe.Sizeof(NotificationMessage{})),
 	}
 	typeInfoNotificationData = &codec.TypeInfo{
 		Name:           "NotificationData",
@@ -2236,6 +2513,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NotificationData_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NotificationData_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NotificationData) },
+		Size:           int(unsafe.Sizeof(NotificationData{})),
 	}
 	typeInfoDataChangeNotification = &codec.TypeInfo{
 		Name:           "DataChangeNotification",
@@ -2244,6 +2522,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DataChangeNotification_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DataChangeNotification_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DataChangeNotification) },
+		Size:           int(unsafe.Sizeof(DataChangeNotification{})),
 	}
 	typeInfoMonitoredItemNotification = &codec.TypeInfo{
 		Name:           "MonitoredItemNotification",
@@ -2252,6 +2531,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.MonitoredItemNotification_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.MonitoredItemNotification_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(MonitoredItemNotification) },
+		Size:           int(unsafe.Sizeof(MonitoredItemNotification{})),
 	}
 	typeInfoEventNotificationList = &codec.TypeInfo{
 		Name:           "EventNotificationList",
@@ -2260,6 +2540,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EventNotificationList_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EventNotificationList_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EventNotificationList) },
+		Size:           int(unsafe.Sizeof(EventNotificationList{})),
 	}
 	typeInfoEventFieldList = &codec.TypeInfo{
 		Name:           "EventFieldList",
@@ -2268,6 +2549,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EventFieldList_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EventFieldList_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EventFieldList) },
+		Size:           int(unsafe.Sizeof(EventFieldList{})),
 	}
 	typeInfoHistoryEventFieldList = &codec.TypeInfo{
 		Name:           "HistoryEventFieldList",
@@ -2276,6 +2558,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.HistoryEventFieldList_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.HistoryEventFieldList_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(HistoryEventFieldList) },
+		Size:           int(unsafe.Sizeof(HistoryEventFieldList{})),
 	}
 	typeInfoStatusChangeNotification = &codec.TypeInfo{
 		Name:           "StatusChangeNotification",
@@ -2284,6 +2567,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StatusChangeNotification_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StatusChangeNotification_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StatusChangeNotification) },
+		Size:           int(unsafe.Sizeof(StatusChangeNotification{})),
 	}
 	typeInfoSubscriptionAcknowledgement = &codec.TypeInfo{
 		Name:           "SubscriptionAcknowledgement",
@@ -2292,6 +2576,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SubscriptionAcknowledgement_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SubscriptionAcknowledgement_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SubscriptionAcknowledgement) },
+		Size:           int(unsafe.Sizeof(SubscriptionAcknowledgement{})),
 	}
 	typeInfoPublishRequest = &codec.TypeInfo{
 		Name:           "PublishRequest",
@@ -2300,6 +2585,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishRequest) },
+		Size:           int(unsafe.Sizeof(PublishRequest{})),
 	}
 	typeInfoPublishResponse = &codec.TypeInfo{
 		Name:           "PublishResponse",
@@ -2308,6 +2594,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.PublishResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.PublishResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(PublishResponse) },
+		Size:           int(unsafe.Sizeof(PublishResponse{})),
 	}
 	typeInfoRepublishRequest = &codec.TypeInfo{
 		Name:           "RepublishRequest",
@@ -2316,6 +2603,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RepublishRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RepublishRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RepublishRequest) },
+		Size:           int(unsafe.Sizeof(RepublishRequest{})),
 	}
 	typeInfoRepublishResponse = &codec.TypeInfo{
 		Name:           "RepublishResponse",
@@ -2324,6 +2612,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RepublishResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RepublishResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RepublishResponse) },
+		Size:           int(unsafe.Sizeof(RepublishResponse{})),
 	}
 	typeInfoTransferResult = &codec.TypeInfo{
 		Name:           "TransferResult",
@@ -2332,6 +2621,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TransferResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TransferResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TransferResult) },
+		Size:           int(unsafe.Sizeof(TransferResult{})),
 	}
 	typeInfoTransferSubscriptionsRequest = &codec.TypeInfo{
 		Name:           "TransferSubscriptionsRequest",
@@ -2340,6 +2630,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TransferSubscriptionsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TransferSubscriptionsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TransferSubscriptionsRequest) },
+		Size:           int(unsafe.Sizeof(TransferSubscriptionsRequest{})),
 	}
 	typeInfoTransferSubscriptionsResponse = &codec.TypeInfo{
 		Name:           "TransferSubscriptionsResponse",
@@ -2348,6 +2639,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.TransferSubscriptionsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.TransferSubscriptionsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(TransferSubscriptionsResponse) },
+		Size:           int(unsafe.Sizeof(TransferSubscriptionsResponse{})),
 	}
 	typeInfoDeleteSubscriptionsRequest = &codec.TypeInfo{
 		Name:           "DeleteSubscriptionsRequest",
@@ -2356,6 +2648,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteSubscriptionsRequest_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteSubscriptionsRequest_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteSubscriptionsRequest) },
+		Size:           int(unsafe.Sizeof(DeleteSubscriptionsRequest{})),
 	}
 	typeInfoDeleteSubscriptionsResponse = &codec.TypeInfo{
 		Name:           "DeleteSubscriptionsResponse",
@@ -2364,6 +2657,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DeleteSubscriptionsResponse_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DeleteSubscriptionsResponse_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DeleteSubscriptionsResponse) },
+		Size:           int(unsafe.Sizeof(DeleteSubscriptionsResponse{})),
 	}
 	typeInfoBuildInfo = &codec.TypeInfo{
 		Name:           "BuildInfo",
@@ -2372,6 +2666,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.BuildInfo_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.BuildInfo_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(BuildInfo) },
+		Size:           int(unsafe.Sizeof(BuildInfo{})),
 	}
 	typeInfoRedundantServerDataType = &codec.TypeInfo{
 		Name:           "RedundantServerDataType",
@@ -2380,6 +2675,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.RedundantServerDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.RedundantServerDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(RedundantServerDataType) },
+		Size:           int(unsafe.Sizeof(RedundantServerDataType{})),
 	}
 	typeInfoEndpointUrlListDataType = &codec.TypeInfo{
 		Name:           "EndpointUrlListDataType",
@@ -2388,6 +2684,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EndpointUrlListDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EndpointUrlListDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EndpointUrlListDataType) },
+		Size:           int(unsafe.Sizeof(EndpointUrlListDataType{})),
 	}
 	typeInfoNetworkGroupDataType = &codec.TypeInfo{
 		Name:           "NetworkGroupDataType",
@@ -2396,6 +2693,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.NetworkGroupDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.NetworkGroupDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(NetworkGroupDataType) },
+		Size:           int(unsafe.Sizeof(NetworkGroupDataType{})),
 	}
 	typeInfoSamplingIntervalDiagnosticsDataType = &codec.TypeInfo{
 		Name:           "SamplingIntervalDiagnosticsDataType",
@@ -2404,6 +2702,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SamplingIntervalDiagnosticsDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SamplingIntervalDiagnosticsDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SamplingIntervalDiagnosticsDataType) },
+		Size:           int(unsafe.Sizeof(SamplingIntervalDiagnosticsDataType{})),
 	}
 	typeInfoServerDiagnosticsSummaryDataType = &codec.TypeInfo{
 		Name:           "ServerDiagnosticsSummaryDataType",
@@ -2412,6 +2711,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ServerDiagnosticsSummaryDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ServerDiagnosticsSummaryDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ServerDiagnosticsSummaryDataType) },
+		Size:           int(unsafe.Sizeof(ServerDiagnosticsSummaryDataType{})),
 	}
 	typeInfoServerStatusDataType = &codec.TypeInfo{
 		Name:           "ServerStatusDataType",
@@ -2420,6 +2720,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ServerStatusDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ServerStatusDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ServerStatusDataType) },
+		Size:           int(unsafe.Sizeof(ServerStatusDataType{})),
 	}
 	typeInfoSessionDiagnosticsDataType = &codec.TypeInfo{
 		Name:           "SessionDiagnosticsDataType",
@@ -2428,6 +2729,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SessionDiagnosticsDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SessionDiagnosticsDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SessionDiagnosticsDataType) },
+		Size:           int(unsafe.Sizeof(SessionDiagnosticsDataType{})),
 	}
 	typeInfoSessionSecurityDiagnosticsDataType = &codec.TypeInfo{
 		Name:           "SessionSecurityDiagnosticsDataType",
@@ -2436,6 +2738,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SessionSecurityDiagnosticsDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SessionSecurityDiagnosticsDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SessionSecurityDiagnosticsDataType) },
+		Size:           int(unsafe.Sizeof(SessionSecurityDiagnosticsDataType{})),
 	}
 	typeInfoServiceCounterDataType = &codec.TypeInfo{
 		Name:           "ServiceCounterDataType",
@@ -2444,6 +2747,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ServiceCounterDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ServiceCounterDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ServiceCounterDataType) },
+		Size:           int(unsafe.Sizeof(ServiceCounterDataType{})),
 	}
 	typeInfoStatusResult = &codec.TypeInfo{
 		Name:           "StatusResult",
@@ -2452,6 +2756,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.StatusResult_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.StatusResult_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(StatusResult) },
+		Size:           int(unsafe.Sizeof(StatusResult{})),
 	}
 	typeInfoSubscriptionDiagnosticsDataType = &codec.TypeInfo{
 		Name:           "SubscriptionDiagnosticsDataType",
@@ -2460,6 +2765,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SubscriptionDiagnosticsDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SubscriptionDiagnosticsDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SubscriptionDiagnosticsDataType) },
+		Size:           int(unsafe.Sizeof(SubscriptionDiagnosticsDataType{})),
 	}
 	typeInfoModelChangeStructureDataType = &codec.TypeInfo{
 		Name:           "ModelChangeStructureDataType",
@@ -2468,6 +2774,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ModelChangeStructureDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ModelChangeStructureDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ModelChangeStructureDataType) },
+		Size:           int(unsafe.Sizeof(ModelChangeStructureDataType{})),
 	}
 	typeInfoSemanticChangeStructureDataType = &codec.TypeInfo{
 		Name:           "SemanticChangeStructureDataType",
@@ -2476,6 +2783,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.SemanticChangeStructureDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.SemanticChangeStructureDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(SemanticChangeStructureDataType) },
+		Size:           int(unsafe.Sizeof(SemanticChangeStructureDataType{})),
 	}
 	typeInfoRange = &codec.TypeInfo{
 		Name:           "Range",
@@ -2484,6 +2792,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Range_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Range_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Range) },
+		Size:           int(unsafe.Sizeof(Range{})),
 	}
 	typeInfoEUInformation = &codec.TypeInfo{
 		Name:           "EUInformation",
@@ -2492,6 +2801,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.EUInformation_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.EUInformation_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(EUInformation) },
+		Size:           int(unsafe.Sizeof(EUInformation{})),
 	}
 	typeInfoComplexNumberType = &codec.TypeInfo{
 		Name:           "ComplexNumberType",
@@ -2500,6 +2810,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ComplexNumberType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ComplexNumberType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ComplexNumberType) },
+		Size:           int(unsafe.Sizeof(ComplexNumberType{})),
 	}
 	typeInfoDoubleComplexNumberType = &codec.TypeInfo{
 		Name:           "DoubleComplexNumberType",
@@ -2508,6 +2819,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.DoubleComplexNumberType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.DoubleComplexNumberType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(DoubleComplexNumberType) },
+		Size:           int(unsafe.Sizeof(DoubleComplexNumberType{})),
 	}
 	typeInfoAxisInformation = &codec.TypeInfo{
 		Name:           "AxisInformation",
@@ -2516,6 +2828,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.AxisInformation_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.AxisInformation_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(AxisInformation) },
+		Size:           int(unsafe.Sizeof(AxisInformation{})),
 	}
 	typeInfoXVType = &codec.TypeInfo{
 		Name:           "XVType",
@@ -2524,6 +2837,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.XVType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.XVType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(XVType) },
+		Size:           int(unsafe.Sizeof(XVType{})),
 	}
 	typeInfoProgramDiagnosticDataType = &codec.TypeInfo{
 		Name:           "ProgramDiagnosticDataType",
@@ -2532,6 +2846,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ProgramDiagnosticDataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ProgramDiagnosticDataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ProgramDiagnosticDataType) },
+		Size:           int(unsafe.Sizeof(ProgramDiagnosticDataType{})),
 	}
 	typeInfoProgramDiagnostic2DataType = &codec.TypeInfo{
 		Name:           "ProgramDiagnostic2DataType",
@@ -2540,6 +2855,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.ProgramDiagnostic2DataType_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.ProgramDiagnostic2DataType_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(ProgramDiagnostic2DataType) },
+		Size:           int(unsafe.Sizeof(ProgramDiagnostic2DataType{})),
 	}
 	typeInfoAnnotation = &codec.TypeInfo{
 		Name:           "Annotation",
@@ -2548,6 +2864,7 @@ var (
 		XMLEncoding:    codec.NewNumericNodeId(0, id.Annotation_Encoding_DefaultXml),
 		JSONEncoding:   codec.NewNumericNodeId(0, id.Annotation_Encoding_DefaultJson),
 		New:            func() codec.Structure { return new(Annotation) },
+		Size:           int(unsafe.Sizeof(Annotation{})),
 	}
 )
 

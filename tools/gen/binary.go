@@ -79,13 +79,18 @@ func encodeField(b *bytes.Buffer, f *field) {
 	b.WriteString(encodeValue(f.typ, fieldAccess(f)) + "\n")
 }
 
+// elemSize is the expression for the size in memory of one element of an array field,
+// which SizedArrayLength charges against the decode budget. unsafe.Sizeof does not
+// evaluate its operand, so indexing an empty slice there is safe.
+func elemSize(f *field) string { return fmt.Sprintf("int(unsafe.Sizeof(v.%s[0]))", f.name) }
+
 // decodeField reads a mandatory field.
 func decodeField(b *bytes.Buffer, f *field) {
 	if !f.array {
 		b.WriteString(decodeValue(f.typ, fieldAccess(f)) + "\n")
 		return
 	}
-	fmt.Fprintf(b, "if n := d.ArrayLength(%d); n < 0 {\nv.%s = nil\n} else {\n", f.typ.minSize(), f.name)
+	fmt.Fprintf(b, "if n := d.SizedArrayLength(%d, %s); n < 0 {\nv.%s = nil\n} else {\n", f.typ.minSize(), elemSize(f), f.name)
 	decodeArrayBody(b, f)
 	b.WriteString("}\n")
 }
@@ -117,7 +122,7 @@ func emitBinary(m *model) []byte {
 		emitEncodeBinary(&b, t)
 		emitDecodeBinary(&b, t)
 	}
-	return goSource("ua", &b, codecImport, statusImport)
+	return goSource("ua", &b, "unsafe", codecImport, statusImport)
 }
 
 func emitEncodeBinary(b *bytes.Buffer, t *structType) {
@@ -179,14 +184,17 @@ func emitDecodeBinary(b *bytes.Buffer, t *structType) {
 				decodeField(b, f)
 				continue
 			}
-			fmt.Fprintf(b, "if mask&(1<<%d) == 0 {\nv.%s = nil\n} else ", f.bit, f.name)
 			if f.array {
+				fmt.Fprintf(b, "if mask&(1<<%d) == 0 {\nv.%s = nil\n} else ", f.bit, f.name)
 				// nil means absent, so a present array that is null on the wire is empty.
-				fmt.Fprintf(b, "{\nn := max(d.ArrayLength(%d), 0)\n", f.typ.minSize())
+				fmt.Fprintf(b, "{\nn := max(d.SizedArrayLength(%d, %s), 0)\n", f.typ.minSize(), elemSize(f))
 				decodeArrayBody(b, f)
 				b.WriteString("}\n")
 				continue
 			}
+			// The value an optional field points to is memory the Decoder does not
+			// charge for itself.
+			fmt.Fprintf(b, "if mask&(1<<%d) == 0 || !d.Charge(int(unsafe.Sizeof(*v.%s))) {\nv.%s = nil\n} else ", f.bit, f.name, f.name)
 			fmt.Fprintf(b, "{\nif v.%s == nil {\nv.%s = new(%s)\n}\n%s\n}\n",
 				f.name, f.name, f.typ.goType(), decodeValue(f.typ, derefAccess(f)))
 		}

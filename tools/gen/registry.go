@@ -11,7 +11,8 @@ import (
 func emitRegistry(m *model) []byte {
 	var b bytes.Buffer
 	b.WriteString("// The TypeInfo of each structure: its DataType and encoding ids in namespace 0 (a null\n")
-	b.WriteString("// NodeId where NodeIds.csv has none) and its constructor. They are shared and read-only.\n")
+	b.WriteString("// NodeId where NodeIds.csv has none), its constructor and its size in memory. They are\n")
+	b.WriteString("// shared and read-only.\n")
 	b.WriteString("var (\n")
 	for _, t := range m.structs {
 		fmt.Fprintf(&b, "%s = &codec.TypeInfo{\nName: %q,\n", typeInfoVar(t), t.name)
@@ -28,7 +29,8 @@ func emitRegistry(m *model) []byte {
 				fmt.Fprintf(&b, "%s: codec.NewNumericNodeId(0, id.%s%s),\n", id.field, t.name, id.suffix)
 			}
 		}
-		fmt.Fprintf(&b, "New: func() codec.Structure { return new(%s) },\n}\n", t.name)
+		fmt.Fprintf(&b, "New: func() codec.Structure { return new(%s) },\n", t.name)
+		fmt.Fprintf(&b, "Size: int(unsafe.Sizeof(%s{})),\n}\n", t.name)
 	}
 	b.WriteString(")\n\n")
 
@@ -65,7 +67,7 @@ func emitRegistry(m *model) []byte {
 		}
 		b.WriteString("} {\nif !codec.Register(t) {\npanic(\"ua: a NodeId of \" + t.Name + \" is registered twice\")\n}\n}\n}\n")
 	}
-	return goSource("ua", &b, codecImport, idImport)
+	return goSource("ua", &b, "unsafe", codecImport, idImport)
 }
 
 // headerField returns "RequestHeader" or "ResponseHeader" when t is a service message that

@@ -65,8 +65,17 @@ func goSource(pkg string, body *bytes.Buffer, imports ...string) []byte {
 		}
 	}
 	if len(used) > 0 {
+		// The standard library first, then a blank line and the module's packages.
 		out.WriteString("import (\n")
+		std := true
 		for _, imp := range used {
+			first, _, _ := strings.Cut(imp, "/")
+			if std && strings.Contains(first, ".") {
+				if imp != used[0] {
+					out.WriteString("\n")
+				}
+				std = false
+			}
 			fmt.Fprintf(&out, "%q\n", imp)
 		}
 		out.WriteString(")\n\n")

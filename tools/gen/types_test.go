@@ -76,7 +76,7 @@ func TestTypesCompileAndRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644))
 
 	tests := []string{"TestBinaryRoundTrip", "TestJSONRoundTrip", "TestRegistry", "FuzzDecodeBinary", "TestSyntheticOptionalFields",
-		"TestSyntheticUnion", "TestSyntheticRecursionDepth", "TestSyntheticEnumerations"}
+		"TestSyntheticOptionalBudget", "TestSyntheticUnion", "TestSyntheticRecursionDepth", "TestSyntheticEnumerations"}
 	cmd := exec.Command(goCmd, "test", "-count=1", "-v", "-run", "^("+strings.Join(tests, "|")+")$", "./ua")
 	cmd.Dir = mod
 	// Offline, outside the workspace, letting go fill in the scratch module's go.mod.

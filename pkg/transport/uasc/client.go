@@ -315,7 +315,7 @@ func (cc *ClientChannel) message(ch *uacp.Chunk) error {
 	if !done {
 		return nil
 	}
-	d := codec.NewDecoder(msg)
+	d := codec.NewDecoderLimits(msg, responseLimits)
 	m := d.Message()
 	cc.asm.reset()
 	r := result{msg: m, err: d.Err()}

@@ -91,10 +91,12 @@ type ServerConfig struct {
 	// Refused, when set, learns of every connection Serve refused. It runs on Serve's
 	// goroutine before the ERR is sent, so it must not block.
 	Refused func(Refusal)
-	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2);
-	// zero fields take codec.DefaultLimits. MaxMessageSize is not used: a reassembled
-	// message is already within the negotiated size. A request beyond them is answered
-	// with a ServiceFault BadEncodingLimitsExceeded.
+	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2), and
+	// the memory it takes once decoded (MaxDecodeMultiple times its size, so that arrays
+	// of one-byte Variants cannot turn 16 MiB into gigabytes); zero fields take
+	// codec.DefaultLimits. MaxMessageSize is not used: a reassembled message is already
+	// within the negotiated size. A request beyond them is answered with a ServiceFault
+	// BadEncodingLimitsExceeded, and the channel stays open.
 	Decode codec.Limits
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time

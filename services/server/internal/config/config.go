@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/transport/policy"
 )
 
@@ -278,6 +279,9 @@ type Encoding struct {
 	MaxChunkCount       int `koanf:"maxChunkCount"`       // default 1024
 	ReceiveBufferSize   int `koanf:"receiveBufferSize"`   // bytes, at least 8192; default 65535
 	SendBufferSize      int `koanf:"sendBufferSize"`      // bytes, at least 8192; default 65535
+
+	// Decode budget (admission control): the memory a request may take once decoded.
+	MaxDecodeMultiple int `koanf:"maxDecodeMultiple"` // bytes in memory per byte on the wire, at least 1; default 12
 }
 
 // AddressSpace selects the node managers.
@@ -465,6 +469,7 @@ func Default() *Config {
 			MaxChunkCount:       1024,
 			ReceiveBufferSize:   65535,
 			SendBufferSize:      65535,
+			MaxDecodeMultiple:   codec.DefaultDecodeMultiple,
 		},
 		AddressSpace: AddressSpace{DemoNamespace: true, Simulation: Simulation{Interval: time.Second}},
 		Discovery:    Discovery{RegisterInterval: 30 * time.Second},

@@ -287,6 +287,8 @@ func TestValidate(t *testing.T) {
 			"encoding.sendBufferSize: must be at least 8192, got 1024"},
 		{"buffer over uint32", func(c *Config) { c.Encoding.SendBufferSize = 1 << 33 },
 			"encoding.sendBufferSize: must be at most 4294967295, got 8589934592"},
+		{"no decode budget", func(c *Config) { c.Encoding.MaxDecodeMultiple = 0 },
+			"encoding.maxDecodeMultiple: must be at least 1, got 0"},
 		{"unknown policy", func(c *Config) { c.Security.SecurityPolicies[1].Policy = "Basic257" },
 			`security.securityPolicies[1].policy: unknown policy "Basic257"; known: None, Basic128Rsa15, Basic256, Basic256Sha256, Aes128_Sha256_RsaOaep, Aes256_Sha256_RsaPss (or their URIs)`},
 		{"duplicate policy", func(c *Config) { c.Security.SecurityPolicies[2].Policy = "Basic256Sha256" },

@@ -181,6 +181,7 @@ func (c *Config) Validate() error {
 	ps.uint32Range("encoding.maxChunkCount", e.MaxChunkCount, 1)
 	ps.uint32Range("encoding.receiveBufferSize", e.ReceiveBufferSize, MinBufferSize)
 	ps.uint32Range("encoding.sendBufferSize", e.SendBufferSize, MinBufferSize)
+	ps.atLeast("encoding.maxDecodeMultiple", e.MaxDecodeMultiple, 1)
 
 	// addressSpace
 	if sim := c.AddressSpace.Simulation; sim.Count < 0 || sim.Count > 0 && !c.AddressSpace.DemoNamespace {

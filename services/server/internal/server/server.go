@@ -219,6 +219,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 			MaxStringLength:     cfg.Encoding.MaxStringLength,
 			MaxByteStringLength: cfg.Encoding.MaxByteStringLength,
 			MaxArrayLength:      cfg.Encoding.MaxArrayLength,
+			MaxDecodeMultiple:   cfg.Encoding.MaxDecodeMultiple,
 		},
 		UACP:            uacpConfig(cfg),
 		MaxChannelCount: cfg.Limits.MaxChannelCount,

@@ -60,6 +60,31 @@ func TestSyntheticOptionalFields(t *testing.T) {
 	require.ErrorIs(t, decode(t, new(WithOptional), wire), status.BadDecodingError)
 }
 
+// TestSyntheticOptionalBudget checks that the value an optional field points to counts
+// against the decode budget: a null Variant is one byte on the wire and 48 in memory.
+func TestSyntheticOptionalBudget(t *testing.T) {
+	wire := []byte{
+		0x08, 0x00, 0x00, 0x00, // EncodingMask: Value
+		0x07, 0x00, 0x00, 0x00, // Id
+		0x00, // Value: null Variant
+		0x00, // Label: empty LocalizedText
+	}
+	for _, tc := range []struct {
+		multiple int
+		want     error
+	}{{4, status.BadEncodingLimitsExceeded}, {5, nil}} {
+		d := codec.NewDecoderLimits(wire, codec.Limits{MaxDecodeMultiple: tc.multiple, MinDecodeBudget: 1})
+		var got WithOptional
+		got.DecodeBinary(d)
+		if tc.want == nil {
+			require.NoError(t, d.Err(), "%d× of 10 bytes holds the Variant", tc.multiple)
+			require.NotNil(t, got.Value)
+			continue
+		}
+		require.ErrorIs(t, d.Err(), tc.want, "%d× of 10 bytes does not hold the Variant", tc.multiple)
+	}
+}
+
 func TestSyntheticUnion(t *testing.T) {
 	// Only the selected field is written; the others are ignored.
 	v := Choice{SwitchField: 1, Number: 5, Texts: []string{"x"}}
