@@ -29,6 +29,7 @@ func TestTransportDeadlinesFromConfig(t *testing.T) {
 	const channels, handshake, share = 4, 500 * time.Millisecond, 100000
 	ts := servertest.New(t, servertest.Options{Configure: func(c *config.Config) {
 		c.Limits.MaxChannelCount = channels
+		c.Limits.IsolationProfile = "SharedOnly" // no reserves: the peers can take every slot
 		c.Limits.HandshakeTimeout = handshake
 		c.Limits.MaxRetainedBytesPerChannel = share
 	}})
