@@ -16,6 +16,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/servertest"
 )
 
@@ -90,7 +91,11 @@ func heapPeak(stop <-chan struct{}) <-chan uint64 {
 // stays open, and another client's Reads are served meanwhile and afterwards.
 func TestArrayAmplifiedRequest(t *testing.T) {
 	// Not parallel: it measures the heap of the whole process.
-	ts := servertest.New(t, servertest.Options{})
+	ts := servertest.New(t, servertest.Options{Configure: func(c *config.Config) {
+		// A channel's share of the reassembly budget caps the request size, at 8 MiB by
+		// default; the attack is the 16 MiB one of encoding.maxMessageSize's default.
+		c.Limits.MaxRetainedBytesPerChannel = c.Encoding.MaxMessageSize
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
