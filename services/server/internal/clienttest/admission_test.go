@@ -72,27 +72,31 @@ func TestAdmissionBusyConnect(t *testing.T) {
 	_, err := cache.Get(ctx, ts.URL)
 	require.NoError(t, err)
 	var r retries
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 20)
 	began := time.Now()
-	for range 20 {
-		wg.Go(func() {
-			<-start
-			c, err := client.Dial(ctx, ts.URL, dialOpts(t, securities[0], trust, client.WithEndpointCache(cache),
-				client.UserName("alice", "s3cret"), client.WithBackoff(client.Backoff{Initial: time.Millisecond, Attempts: -1}), r.option())...)
-			if err == nil {
-				_, err = c.ReadValue(ctx, n0(id2259))
-				_ = c.Close(ctx)
-			}
-			errs <- err
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
+	// A burst whose logins happen not to overlap (the goroutines start as the scheduler
+	// lets them) finds the server idle each time: burst again, a few times at most.
+	for burst := 0; burst < 5 && len(r.of(status.BadServerTooBusy)) == 0; burst++ {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for range 20 {
+			wg.Go(func() {
+				<-start
+				c, err := client.Dial(ctx, ts.URL, dialOpts(t, securities[0], trust, client.WithEndpointCache(cache),
+					client.UserName("alice", "s3cret"), client.WithBackoff(client.Backoff{Initial: time.Millisecond, Attempts: -1}), r.option())...)
+				if err == nil {
+					_, err = c.ReadValue(ctx, n0(id2259))
+					_ = c.Close(ctx)
+				}
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
 	}
 	busy := r.of(status.BadServerTooBusy)
 	t.Logf("20 clients in within %v after %d refusals", time.Since(began), len(busy))

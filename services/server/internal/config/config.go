@@ -378,6 +378,23 @@ type Observability struct {
 	MetricsAddr string `koanf:"metricsAddr"`
 	LogLevel    string `koanf:"logLevel"`  // debug, info (default), warn, error
 	LogFormat   string `koanf:"logFormat"` // text (default) or json
+
+	// Metrics (issue 18, visible). ServiceLatency keeps the histogram of each
+	// service's answer times (opcua_server_service_duration_seconds): one
+	// monotonic clock reading per answer. OTLP pushes the metrics of /metrics.
+	ServiceLatency bool `koanf:"serviceLatency"` // default true
+	OTLP           OTLP `koanf:"otlp"`
+}
+
+// OTLP pushes the server's metrics to an OpenTelemetry collector over OTLP/HTTP
+// (protobuf). Headers, timeout and TLS files come from the standard
+// OTEL_EXPORTER_OTLP_* environment variables.
+type OTLP struct {
+	// Endpoint is the collector's http:// or https:// URL, e.g.
+	// http://127.0.0.1:4318 (a URL without a path is sent to /v1/metrics).
+	Endpoint string `koanf:"endpoint"` // default "" (no push)
+	// Interval is the time between two pushes.
+	Interval time.Duration `koanf:"interval"` // default 60s
 }
 
 // Default returns the built-in defaults. They are valid: Default().Validate()
@@ -477,6 +494,8 @@ func Default() *Config {
 			DiagnosticsEnabled: true,
 			LogLevel:           "info",
 			LogFormat:          "text",
+			ServiceLatency:     true,
+			OTLP:               OTLP{Interval: time.Minute},
 		},
 	}
 }

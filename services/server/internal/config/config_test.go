@@ -336,6 +336,12 @@ func TestValidate(t *testing.T) {
 			`observability.logLevel: unknown value "verbose"; allowed: debug, info, warn, error`},
 		{"discovery url", func(c *Config) { c.Discovery.DiscoveryURL = "lds.example" },
 			`discovery.discoveryUrl: must be empty (no registration) or an opc.tcp://host:port URL, got "lds.example"`},
+		{"otlp endpoint without scheme", func(c *Config) { c.Observability.OTLP.Endpoint = "127.0.0.1:4318" },
+			`observability.otlp.endpoint: must be empty (no push) or an http:// or https:// URL, got "127.0.0.1:4318"`},
+		{"otlp endpoint grpc", func(c *Config) { c.Observability.OTLP.Endpoint = "grpc://collector:4317" },
+			`observability.otlp.endpoint: must be empty (no push) or an http:// or https:// URL, got "grpc://collector:4317"`},
+		{"otlp interval", func(c *Config) { c.Observability.OTLP.Interval = 100 * time.Millisecond },
+			"observability.otlp.interval: must be at least 1s, got 100ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -347,6 +353,25 @@ func TestValidate(t *testing.T) {
 			require.Equal(t, tt.want, err.Error())
 		})
 	}
+}
+
+// TestOTLPSetting: the OTLP push is off by default and set by its keys, from the
+// environment as from a file.
+func TestOTLPSetting(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	require.Empty(t, c.Observability.OTLP.Endpoint, "off by default")
+	require.True(t, c.Observability.ServiceLatency, "on by default")
+	require.Equal(t, time.Minute, c.Observability.OTLP.Interval)
+	c, err := Load(nil, []string{"UASTACK_OBSERVABILITY_OTLP_ENDPOINT=https://collector.example:4318/v1/metrics",
+		"UASTACK_OBSERVABILITY_OTLP_INTERVAL=15s"})
+	require.NoError(t, err)
+	require.Equal(t, OTLP{Endpoint: "https://collector.example:4318/v1/metrics", Interval: 15 * time.Second}, c.Observability.OTLP)
+	file := writeYAML(t, "observability:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n")
+	c, err = Load([]string{"--config", file}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:4318", c.Observability.OTLP.Endpoint)
+	require.Equal(t, time.Minute, c.Observability.OTLP.Interval)
 }
 
 func TestValidateCollectsAllErrors(t *testing.T) {

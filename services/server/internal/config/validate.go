@@ -238,6 +238,14 @@ func (c *Config) Validate() error {
 	}
 	ps.oneOf("observability.logLevel", c.Observability.LogLevel, "debug", "info", "warn", "error")
 	ps.oneOf("observability.logFormat", c.Observability.LogFormat, "text", "json")
+	if o := c.Observability.OTLP; o.Endpoint != "" {
+		if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			ps.add("observability.otlp.endpoint", "must be empty (no push) or an http:// or https:// URL, got %q", o.Endpoint)
+		}
+	}
+	if i := c.Observability.OTLP.Interval; i < time.Second {
+		ps.add("observability.otlp.interval", "must be at least 1s, got %s", i)
+	}
 
 	return errors.Join(ps...)
 }

@@ -1,65 +1,68 @@
 package diagnostics
 
 import (
-	"fmt"
-	"io"
-	"runtime"
-	"strings"
+	"context"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
-// Metric is one sample in the Prometheus text format: a gauge or a counter. Samples of
-// one name with different Labels (`stage="session"`) follow each other.
-type Metric struct {
-	Name, Kind, Help string
-	Labels           string
-	Value            float64
-}
-
-// WriteMetrics writes the server's counters in the Prometheus text format (version
-// 0.0.4): the diagnostics summary (read from its throttled snapshot, so a scrape costs
-// what a ServerDiagnostics read costs), then more (the request queue's, for one), then the
-// Go runtime.
-func (d *Diagnostics) WriteMetrics(w io.Writer, more ...Metric) error {
-	sum := d.current().summary
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	metrics := []Metric{
-		{Name: "uastack_sessions", Kind: "gauge", Help: "Sessions open.", Value: float64(sum.CurrentSessionCount)},
-		{Name: "uastack_sessions_created_total", Kind: "counter", Help: "Sessions created.", Value: float64(sum.CumulatedSessionCount)},
-		{Name: "uastack_sessions_rejected_total", Kind: "counter", Help: "CreateSession and ActivateSession requests refused.", Value: float64(sum.RejectedSessionCount)},
-		{Name: "uastack_sessions_security_rejected_total", Kind: "counter", Help: "Sessions refused for a security reason.", Value: float64(sum.SecurityRejectedSessionCount)},
-		{Name: "uastack_sessions_timed_out_total", Kind: "counter", Help: "Sessions ended by their timeout.", Value: float64(sum.SessionTimeoutCount)},
-		{Name: "uastack_subscriptions", Kind: "gauge", Help: "Subscriptions alive.", Value: float64(sum.CurrentSubscriptionCount)},
-		{Name: "uastack_subscriptions_created_total", Kind: "counter", Help: "Subscriptions created.", Value: float64(sum.CumulatedSubscriptionCount)},
-		{Name: "uastack_requests_rejected_total", Kind: "counter", Help: "Requests answered with a ServiceFault.", Value: float64(sum.RejectedRequestsCount)},
-		{Name: "uastack_requests_security_rejected_total", Kind: "counter", Help: "Requests refused for a security reason.", Value: float64(sum.SecurityRejectedRequestsCount)},
+// Instrument registers the diagnostics summary on m as observable instruments, read from
+// its throttled snapshot when metrics are collected (a scrape costs what a
+// ServerDiagnostics read costs). In Prometheus they are uastack_sessions,
+// uastack_sessions_created_total and the others below: a counter gets its _total from
+// the exporter.
+func (d *Diagnostics) Instrument(m metric.Meter) error {
+	type source struct {
+		name, help string
+		counter    bool
+		value      func(*snapshot) int64
 	}
-	metrics = append(metrics, Metric{Name: "uastack_connections_refused_total", Kind: "counter",
-		Help: "Connections turned away before their Hello was read (limits.maxChannelCount, admission).", Value: float64(d.connectionsRefused.Load())})
-	metrics = append(metrics, more...)
-	metrics = append(metrics,
-		Metric{Name: "uastack_go_goroutines", Kind: "gauge", Help: "Goroutines.", Value: float64(runtime.NumGoroutine())},
-		Metric{Name: "uastack_go_heap_bytes", Kind: "gauge", Help: "Bytes of allocated heap objects.", Value: float64(ms.HeapAlloc)},
-		Metric{Name: "uastack_go_gc_cycles_total", Kind: "counter", Help: "Completed GC cycles.", Value: float64(ms.NumGC)},
-	)
-	for i, m := range metrics {
-		if i == 0 || metrics[i-1].Name != m.Name {
-			if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", m.Name, m.Help, m.Name, m.Kind); err != nil {
-				return err
-			}
+	sources := []source{
+		{"uastack.sessions", "Sessions open.", false,
+			func(s *snapshot) int64 { return int64(s.summary.CurrentSessionCount) }},
+		{"uastack.sessions.created", "Sessions created.", true,
+			func(s *snapshot) int64 { return int64(s.summary.CumulatedSessionCount) }},
+		{"uastack.sessions.rejected", "CreateSession and ActivateSession requests refused.", true,
+			func(s *snapshot) int64 { return int64(s.summary.RejectedSessionCount) }},
+		{"uastack.sessions.security_rejected", "Sessions refused for a security reason.", true,
+			func(s *snapshot) int64 { return int64(s.summary.SecurityRejectedSessionCount) }},
+		{"uastack.sessions.timed_out", "Sessions ended by their timeout.", true,
+			func(s *snapshot) int64 { return int64(s.summary.SessionTimeoutCount) }},
+		{"uastack.subscriptions", "Subscriptions alive.", false,
+			func(s *snapshot) int64 { return int64(s.summary.CurrentSubscriptionCount) }},
+		{"uastack.subscriptions.created", "Subscriptions created.", true,
+			func(s *snapshot) int64 { return int64(s.summary.CumulatedSubscriptionCount) }},
+		{"uastack.requests.rejected", "Requests answered with a ServiceFault.", true,
+			func(s *snapshot) int64 { return int64(s.summary.RejectedRequestsCount) }},
+		{"uastack.requests.security_rejected", "Requests refused for a security reason.", true,
+			func(s *snapshot) int64 { return int64(s.summary.SecurityRejectedRequestsCount) }},
+	}
+	instruments := make([]metric.Int64Observable, len(sources))
+	registered := make([]metric.Observable, 0, len(sources)+1)
+	for i, src := range sources {
+		var err error
+		if src.counter {
+			instruments[i], err = m.Int64ObservableCounter(src.name, metric.WithDescription(src.help))
+		} else {
+			instruments[i], err = m.Int64ObservableGauge(src.name, metric.WithDescription(src.help))
 		}
-		name := m.Name
-		if m.Labels != "" {
-			name += "{" + m.Labels + "}"
-		}
-		if _, err := fmt.Fprintf(w, "%s %g\n", name, m.Value); err != nil {
+		if err != nil {
 			return err
 		}
+		registered = append(registered, instruments[i])
 	}
-	return nil
-}
-
-// Label returns the label name="value" with value escaped for the text format.
-func Label(name, value string) string {
-	return name + `="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(value) + `"`
+	refused, err := m.Int64ObservableCounter("uastack.connections.refused",
+		metric.WithDescription("Connections turned away before their Hello was read (limits.maxChannelCount, admission)."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		snap := d.current()
+		for i, src := range sources {
+			o.ObserveInt64(instruments[i], src.value(snap))
+		}
+		o.ObserveInt64(refused, int64(d.connectionsRefused.Load()))
+		return nil
+	}, append(registered, refused)...)
+	return err
 }

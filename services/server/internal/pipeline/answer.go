@@ -12,11 +12,13 @@ import (
 )
 
 // Answerer sends the answers of requests and tells an observer of each (the diagnostics
-// count them). It is safe for concurrent use.
+// count them), and another of each answer sent (the service latency). It is safe for
+// concurrent use.
 type Answerer struct {
 	now     func() time.Time
 	log     *slog.Logger
 	observe func(req, resp codec.Structure)
+	served  func(req uasc.Request)
 }
 
 // Respond sends msg in answer to req; a failure means the channel is gone, which the
@@ -27,6 +29,8 @@ func (a *Answerer) Respond(req uasc.Request, msg codec.Structure) {
 	}
 	if err := req.Respond(msg); err != nil {
 		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+	} else if a.served != nil {
+		a.served(req)
 	}
 }
 
@@ -39,6 +43,8 @@ func (a *Answerer) RespondNoWait(req uasc.Request, msg codec.Structure) {
 	}
 	if err := req.RespondNoWait(msg); err != nil {
 		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+	} else if a.served != nil {
+		a.served(req)
 	}
 }
 

@@ -66,10 +66,12 @@ type Request[C any] struct {
 func (r *Request[C]) Respond(msg codec.Structure) { r.p.Respond(r.Req, msg) }
 
 // Send is Respond for an answer the caller counted itself (the inline Read): it is not
-// observed.
+// observed, but told to Config.Served.
 func (r *Request[C]) Send(msg codec.Structure) {
 	if err := r.Req.Respond(msg); err != nil {
 		r.p.log.Debug("response not sent", "channel", r.Req.Channel.ID(), "err", err)
+	} else if r.p.served != nil {
+		r.p.served(r.Req)
 	}
 }
 
@@ -178,6 +180,10 @@ type Config struct {
 	Queue    *Queue
 	// Answered, when set, is told of every answer sent (but Request.Send's).
 	Answered func(req, resp codec.Structure)
+	// Served, when set, is told of every request whose answer was handed to its channel,
+	// Request.Send's too, after the answer: for the time each service takes. It runs on
+	// the answering goroutine, on the inline Read's path, and must cost nanoseconds.
+	Served func(req uasc.Request)
 	// Repeat says the handlers hand the requests they answer inline back unchanged
 	// (uasc.Request.Recycle), so that the channels may hand out a repeated request
 	// without decoding it (uasc.Repeater).
@@ -209,7 +215,7 @@ type Pipeline[C any] struct {
 // New returns a pipeline that answers the services of table, one row per request type.
 func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 	p := &Pipeline[C]{
-		Answerer: Answerer{now: cfg.Now, log: cfg.Log, observe: cfg.Answered},
+		Answerer: Answerer{now: cfg.Now, log: cfg.Log, observe: cfg.Answered, served: cfg.Served},
 		sessions: cfg.Sessions,
 		queue:    cfg.Queue,
 		rows:     make(map[*codec.TypeInfo]*Service[C], len(table)),

@@ -67,6 +67,7 @@ func TestMaxChannelCount(t *testing.T) {
 	var metrics strings.Builder
 	require.NoError(t, s.WriteMetrics(&metrics))
 	require.Contains(t, metrics.String(), "uastack_connections_refused_total 3\n")
+	require.Contains(t, metrics.String(), `opcua_server_connections_refused_total{reason="channel_limit"} 3`+"\n")
 	require.NoError(t, first.Close())
 	require.Eventually(t, func() bool {
 		ch, err := open()

@@ -1,15 +1,17 @@
 package server
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"runtime"
-	"sync"
 	"time"
 
+	"uastack.dev/pkg/status"
 	"uastack.dev/services/server/internal/admission"
-	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // buildAdmission builds the admission policy of limits.* (issue 18) and has it follow
@@ -24,6 +26,7 @@ func (s *Server) buildAdmission() error {
 		return err
 	}
 	s.admission = ctl
+	s.rejections = telemetry.NewLogLimiter(s.log, rejectionLog)
 	s.sessions.Observe(func(c *session.Change) {
 		if c.Kind == session.Ended {
 			if key, ok := session.TokenKey(c.Record.AuthenticationToken); ok {
@@ -54,58 +57,62 @@ func (s *Server) newQueue() *pipeline.Queue {
 	return pipeline.NewQueueWith(cfg)
 }
 
-// rejectionLogInterval is the least time between two log lines of refusals of one stage.
-const rejectionLogInterval = time.Second
+// rejectionLog bounds the log lines of admission refusals: one per owner per ten
+// seconds, each telling how many it stands for, and the owners beyond the first 64 of a
+// flood share one such budget.
+var rejectionLog = telemetry.LogLimit{Lines: 1, Interval: 10 * time.Second, MaxOwners: 64}
 
-// rejectionLog rate-limits the log lines of admission refusals: one per stage per
-// interval, naming the last owner refused and how many refusals it stands for.
-type rejectionLog struct {
-	mu         sync.Mutex // guards last, suppressed
-	last       [admission.StageCount]time.Time
-	suppressed [admission.StageCount]int
-}
+// The admission's stages and reasons as the telemetry names them.
+var (
+	telStages = [admission.StageCount]telemetry.Stage{
+		admission.StageConnection: telemetry.StageConnection,
+		admission.StageSession:    telemetry.StageSession,
+		admission.StageQueue:      telemetry.StageRequest,
+		admission.StageParked:     telemetry.StageParked,
+	}
+	telReasons = [admission.ReasonCount]telemetry.Reason{
+		admission.Capacity:       telemetry.ReasonCapacity,
+		admission.OwnerLimit:     telemetry.ReasonOwnerLimit,
+		admission.OwnerTableFull: telemetry.ReasonOwnerTableFull,
+		admission.InvalidOwner:   telemetry.ReasonInvalidOwner,
+	}
+)
 
-// admissionRejected logs a refusal of the admission, at most once per stage per
-// rejectionLogInterval. It runs on the refusing goroutine and does not block.
+// admissionRejected counts and logs a refusal of the admission. It runs on the refusing
+// goroutine and does not block.
 func (s *Server) admissionRejected(r admission.Rejection) {
-	lg := &s.rejections
-	now := s.now()
-	lg.mu.Lock()
-	if now.Sub(lg.last[r.Stage]) < rejectionLogInterval {
-		lg.suppressed[r.Stage]++
-		lg.mu.Unlock()
-		return
+	tel := s.tel.Admission()
+	tel.Rejected(telStages[r.Stage], telReasons[r.Reason])
+	if r.Stage == admission.StageConnection {
+		switch {
+		case r.Metered:
+			tel.ConnectionRefused(telemetry.RefusedRate)
+		case r.Reason == admission.OwnerLimit:
+			tel.ConnectionRefused(telemetry.RefusedSourceLimit)
+		default:
+			tel.ConnectionRefused(telemetry.RefusedIsolation)
+		}
 	}
-	lg.last[r.Stage] = now
-	more := lg.suppressed[r.Stage]
-	lg.suppressed[r.Stage] = 0
-	lg.mu.Unlock()
-	s.log.Warn("admission refused", "stage", r.Stage.String(), "reason", r.Reason.String(), "metered", r.Metered,
-		"class", r.Class.String(), "owner", r.Owner.String(), slog.Int("alsoRefused", more))
+	s.rejections.Log(context.Background(), slog.LevelWarn, r.Owner.String(), "admission refused",
+		"stage", r.Stage.String(), "reason", r.Reason.String(), "metered", r.Metered, "class", r.Class.String())
 }
 
-// admissionMetrics are the admission's counters, in the Prometheus text format of
-// WriteMetrics: refusals by stage and reason, use and owners by stage, the connections
-// the rate refused and the logins the password meter refused.
-func (s *Server) admissionMetrics() []diagnostics.Metric {
-	st := s.admission.Stats()
-	var ms []diagnostics.Metric
+// observeAdmission has the telemetry read each stage's use and owners from the admission
+// when metrics are collected.
+func (s *Server) observeAdmission() {
 	for stage := range admission.StageCount {
-		ss := st.Stages[stage]
-		label := diagnostics.Label("stage", stage.String())
-		for reason := range admission.ReasonCount {
-			ms = append(ms, diagnostics.Metric{Name: "uastack_isolation_rejections_total", Kind: "counter",
-				Help:   "Refusals of the admission, by stage and reason.",
-				Labels: label + "," + diagnostics.Label("reason", reason.String()), Value: float64(ss.Rejections[reason])})
-		}
-		ms = append(ms,
-			diagnostics.Metric{Name: "uastack_isolation_usage", Kind: "gauge", Help: "Units held at each admission stage.", Labels: label, Value: float64(ss.Used)},
-			diagnostics.Metric{Name: "uastack_isolation_capacity", Kind: "gauge", Help: "Units of each admission stage, reserves included.", Labels: label, Value: float64(ss.Capacity)},
-			diagnostics.Metric{Name: "uastack_isolation_owners", Kind: "gauge", Help: "Owners holding units at each admission stage.", Labels: label, Value: float64(ss.Owners)})
+		s.tel.Admission().ObserveStage(telStages[stage], func() telemetry.StageUsage {
+			ss := s.admission.Stats().Stages[stage]
+			return telemetry.StageUsage{Used: int64(ss.Used), Owners: int64(ss.Owners)}
+		})
 	}
-	return append(ms,
-		diagnostics.Metric{Name: "uastack_connections_rate_limited_total", Kind: "counter",
-			Help: "Connections refused by limits.connectionsPerSecond.", Value: float64(st.ConnectionsRateLimited)},
-		diagnostics.Metric{Name: "uastack_username_logins_metered_total", Kind: "counter",
-			Help: "UserName logins refused by limits.userNameLoginsPerMinute before the password was checked.", Value: float64(st.PasswordChecksMetered)})
+}
+
+// admitConnection is the listener's admission (uasc.ServerConfig.Admit), counted.
+func (s *Server) admitConnection(remote net.Addr) (func(), status.Code) {
+	release, code := s.admission.AdmitConnection(remote)
+	if code == status.Good {
+		s.tel.Admission().ConnectionAccepted()
+	}
+	return release, code
 }

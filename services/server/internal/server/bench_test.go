@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // The in-process benchmarks (Read1, Read100, BrowseObjects, CreateActivateSession) drive
@@ -142,6 +144,9 @@ type benchSession struct {
 	conn  *discardConn
 	token codec.NodeId
 	spare codec.Structure // the request the server recycled last
+	// received stands for the time each request was read, so that its answer time is
+	// taken (Server.served) as the channel's read loop has it taken.
+	received time.Time
 }
 
 // newBenchSession creates a Server (with a fresh PKI), serves its handler on a loopback
@@ -217,7 +222,7 @@ func newBenchSessionWith(tb testing.TB, configure func(*config.Config)) *benchSe
 	dc.discard.Store(true)
 	sc := captured.Load()
 	require.NotNil(tb, sc)
-	bs := &benchSession{srv: srv, ch: sc, c: bsConn, conn: dc, token: token}
+	bs := &benchSession{srv: srv, ch: sc, c: bsConn, conn: dc, token: token, received: time.Now()}
 	bs.settle(tb, &handled)
 	return bs
 }
@@ -274,7 +279,7 @@ func (bs *benchSession) serve(tb testing.TB, ctx context.Context, d *codec.Decod
 		tb.Fatalf("decode: %v", err)
 	}
 	bs.spare = nil
-	bs.c.Handle(ctx, uasc.Request{RequestID: 1, Message: m, Channel: bs.ch})
+	bs.c.Handle(ctx, uasc.Request{RequestID: 1, Message: m, Channel: bs.ch, Received: bs.received})
 	if _, ok := m.(*ua.ReadRequest); ok { // no node manager is mounted: every Read is inline
 		bs.spare = m
 	}
@@ -549,10 +554,14 @@ func TestStartToListening(t *testing.T) {
 
 // TestInlineReadAllocatesNothing: a Read of the address space answered on the channel's
 // goroutine, decoded into the recycled request, allocates nothing on the server's side,
-// with the diagnostics on and off: dispatch, session check, read and response.
+// with the diagnostics on and off: dispatch, session check, read, response and the
+// record of its answer time (not taken with observability.serviceLatency off).
 func TestInlineReadAllocatesNothing(t *testing.T) {
-	for _, diag := range []bool{true, false} {
-		bs := newBenchSessionWith(t, func(c *config.Config) { c.Observability.DiagnosticsEnabled = diag })
+	for _, tc := range []struct{ diag, latency bool }{{true, true}, {false, true}, {true, false}} {
+		bs := newBenchSessionWith(t, func(c *config.Config) {
+			c.Observability.DiagnosticsEnabled = tc.diag
+			c.Observability.ServiceLatency = tc.latency
+		})
 		body := encodeBody(t, &ua.ReadRequest{
 			RequestHeader:      ua.RequestHeader{AuthenticationToken: bs.token, RequestHandle: 7},
 			TimestampsToReturn: ua.TimestampsToReturnBoth,
@@ -562,10 +571,36 @@ func TestInlineReadAllocatesNothing(t *testing.T) {
 		d := codec.NewDecoder(nil)
 		d.CacheNodeIds(512)
 		bs.serve(t, ctx, d, body) // warm
+		var timed *telemetry.ServiceLatency
+		if tc.latency {
+			timed = bs.srv.latency[(*ua.ReadRequest)(nil).TypeInfo().BinaryEncoding.IntID()].h
+		}
+		before := timed.Count()
 		allocs := testing.AllocsPerRun(200, func() { bs.serve(t, ctx, d, body) })
-		require.Zero(t, allocs, "diagnostics %v", diag)
+		require.Zero(t, allocs, "%+v", tc)
+		var metrics strings.Builder
+		require.NoError(t, bs.srv.WriteMetrics(&metrics))
+		if tc.latency {
+			require.EqualValues(t, 201, timed.Count()-before, "every Read's answer time recorded")
+			require.Contains(t, metrics.String(), `opcua_server_service_duration_seconds_count{service="Read"} `)
+		} else {
+			require.Nil(t, bs.srv.latency)
+			require.NotContains(t, metrics.String(), "opcua_server_service_duration_seconds", "observability.serviceLatency off")
+		}
 		rr, ok := bs.conn.lastResponse(t).(*ua.ReadResponse)
 		require.True(t, ok)
 		require.Len(t, rr.Results, 4)
+	}
+}
+
+// BenchmarkServed is what recording the answer time adds to every answer (Server.served,
+// through pipeline.Config.Served): the lookup of the service's histogram, a monotonic
+// clock reading and the record.
+func BenchmarkServed(b *testing.B) {
+	bs := newBenchSession(b)
+	req := uasc.Request{RequestID: 1, Message: &ua.ReadRequest{}, Channel: bs.ch, Received: time.Now()}
+	b.ReportAllocs()
+	for b.Loop() {
+		bs.srv.served(req)
 	}
 }

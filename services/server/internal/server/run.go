@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
 	"uastack.dev/pkg/pki"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
-	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/pipeline"
 )
 
@@ -132,44 +134,91 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// WriteMetrics writes the server's counters in the Prometheus text format: the
-// diagnostics summary, the request queue and the Go runtime.
-func (s *Server) WriteMetrics(w io.Writer) error {
-	q := s.pipe.Queue()
-	queued, running, busy := q.Stats()
-	const queueLength, queueHelp = "uastack_request_queue_length", "Requests waiting for a worker."
-	metrics := []diagnostics.Metric{
-		{Name: queueLength, Kind: "gauge", Help: queueHelp, Value: float64(queued)},
-		{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="session"`, Value: float64(q.Queued(pipeline.StageSession))},
-		{Name: queueLength + "_by_stage", Kind: "gauge", Help: queueHelp + " By pipeline stage.", Labels: `stage="service"`, Value: float64(q.Queued(pipeline.StageService))},
-		{Name: "uastack_request_workers", Kind: "gauge", Help: "Request workers started.", Value: float64(running)},
-		{Name: "uastack_request_workers_busy", Kind: "gauge", Help: "Request workers running a job.", Value: float64(busy)},
-		{Name: "uastack_node_manager_pushes_dropped_total", Kind: "counter", Help: "Batches of values and events node managers pushed that were dropped because their queue was full.", Value: float64(s.routes.Dropped())},
+// WriteMetrics writes the server's metrics in the Prometheus text format, as /metrics
+// answers: the diagnostics summary, the request queue, the node managers, admission and
+// isolation, the services' answer times and the Go runtime.
+func (s *Server) WriteMetrics(w io.Writer) error { return s.tel.WriteText(w) }
+
+// instrument registers the request queue's and the node managers' instruments on m,
+// observed when metrics are collected.
+func (s *Server) instrument(m metric.Meter) error {
+	const queueHelp = "Requests waiting for a worker."
+	queueLength, err := m.Int64ObservableGauge("uastack.request.queue.length", metric.WithDescription(queueHelp))
+	if err != nil {
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	for _, h := range s.routes.Health(ctx) {
-		healthy := 0.0
-		if h.Health.Status.IsGood() {
-			healthy = 1
+	byStage, err := m.Int64ObservableGauge("uastack.request.queue.length_by_stage", metric.WithDescription(queueHelp+" By pipeline stage."))
+	if err != nil {
+		return err
+	}
+	workers, err := m.Int64ObservableGauge("uastack.request.workers", metric.WithDescription("Request workers started."))
+	if err != nil {
+		return err
+	}
+	busy, err := m.Int64ObservableGauge("uastack.request.workers.busy", metric.WithDescription("Request workers running a job."))
+	if err != nil {
+		return err
+	}
+	dropped, err := m.Int64ObservableCounter("uastack.node_manager.pushes.dropped",
+		metric.WithDescription("Batches of values and events node managers pushed that were dropped because their queue was full."))
+	if err != nil {
+		return err
+	}
+	healthy, err := m.Int64ObservableGauge("uastack.node_manager.healthy",
+		metric.WithDescription("1 while a node manager reports itself Good, 0 otherwise."))
+	if err != nil {
+		return err
+	}
+	calls, err := m.Int64ObservableCounter("uastack.node_manager.calls",
+		metric.WithDescription("Calls across the boundary of a plugin node manager (each carries a batch of operations)."))
+	if err != nil {
+		return err
+	}
+	operations, err := m.Int64ObservableCounter("uastack.node_manager.operations",
+		metric.WithDescription("Operations carried across the boundary of a plugin node manager."))
+	if err != nil {
+		return err
+	}
+	outstanding, err := m.Int64ObservableGauge("uastack.node_manager.outstanding",
+		metric.WithDescription("Operations queued for or in flight at a plugin node manager (bounded by maxOutstanding)."))
+	if err != nil {
+		return err
+	}
+	replaced, err := m.Int64ObservableCounter("uastack.node_manager.guests_replaced",
+		metric.WithDescription("Guests (WASM instances, plugin processes) started in place of one that broke or hung."))
+	if err != nil {
+		return err
+	}
+	stageSession := metric.WithAttributeSet(attribute.NewSet(attribute.String("stage", "session")))
+	stageService := metric.WithAttributeSet(attribute.NewSet(attribute.String("stage", "service")))
+	_, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		q := s.pipe.Queue()
+		queued, running, busyNow := q.Stats()
+		o.ObserveInt64(queueLength, int64(queued))
+		o.ObserveInt64(byStage, int64(q.Queued(pipeline.StageSession)), stageSession)
+		o.ObserveInt64(byStage, int64(q.Queued(pipeline.StageService)), stageService)
+		o.ObserveInt64(workers, int64(running))
+		o.ObserveInt64(busy, int64(busyNow))
+		o.ObserveInt64(dropped, int64(s.routes.Dropped()))
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		for _, h := range s.routes.Health(ctx) {
+			var v int64
+			if h.Health.Status.IsGood() {
+				v = 1
+			}
+			o.ObserveInt64(healthy, v, metric.WithAttributes(attribute.String("manager", h.Name)))
 		}
-		metrics = append(metrics, diagnostics.Metric{Name: "uastack_node_manager_healthy", Kind: "gauge",
-			Help: "1 while a node manager reports itself Good, 0 otherwise.", Labels: diagnostics.Label("manager", h.Name), Value: healthy})
-	}
-	for _, t := range s.routes.Traffic() {
-		label := diagnostics.Label("manager", t.Name)
-		metrics = append(metrics,
-			diagnostics.Metric{Name: "uastack_node_manager_calls_total", Kind: "counter", Labels: label, Value: float64(t.Calls),
-				Help: "Calls across the boundary of a plugin node manager (each carries a batch of operations)."},
-			diagnostics.Metric{Name: "uastack_node_manager_operations_total", Kind: "counter", Labels: label, Value: float64(t.Operations),
-				Help: "Operations carried across the boundary of a plugin node manager."},
-			diagnostics.Metric{Name: "uastack_node_manager_outstanding", Kind: "gauge", Labels: label, Value: float64(t.Outstanding),
-				Help: "Operations queued for or in flight at a plugin node manager (bounded by maxOutstanding)."},
-			diagnostics.Metric{Name: "uastack_node_manager_guests_replaced_total", Kind: "counter", Labels: label, Value: float64(t.Replaced),
-				Help: "Guests (WASM instances, plugin processes) started in place of one that broke or hung."})
-	}
-	metrics = append(metrics, s.admissionMetrics()...)
-	return s.diag.WriteMetrics(w, metrics...)
+		for _, t := range s.routes.Traffic() {
+			manager := metric.WithAttributes(attribute.String("manager", t.Name))
+			o.ObserveInt64(calls, int64(t.Calls), manager)
+			o.ObserveInt64(operations, int64(t.Operations), manager)
+			o.ObserveInt64(outstanding, int64(t.Outstanding), manager)
+			o.ObserveInt64(replaced, int64(t.Replaced), manager)
+		}
+		return nil
+	}, queueLength, byStage, workers, busy, dropped, healthy, calls, operations, outstanding, replaced)
+	return err
 }
 
 // serveObservability serves /metrics and the Go profiler (/debug/pprof/) on ln until ctx
@@ -177,10 +226,7 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 // the address belongs on loopback or behind a firewall (Run warns otherwise).
 func (s *Server) serveObservability(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_ = s.WriteMetrics(w)
-	})
+	mux.Handle("GET /metrics", s.tel.Handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

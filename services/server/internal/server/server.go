@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"uastack.dev/services/server/internal/routing"
 	"uastack.dev/services/server/internal/session"
 	"uastack.dev/services/server/internal/subscription"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // trustPollInterval is how often the PKI folders are checked for certificates moved in or
@@ -85,7 +87,16 @@ type Server struct {
 	// how clients share each stage (limits.isolationProfile).
 	admission *admission.Controller
 	// rejections rate-limits the log lines of admission refusals.
-	rejections rejectionLog
+	rejections *telemetry.LogLimiter
+	// tel is the metrics, served on /metrics and pushed over OTLP (run.go).
+	tel *telemetry.Telemetry
+	// latency is the answer-time histogram of each service of the service table, at the
+	// numeric id of its request's binary encoding (served): a slice, not a map, on the
+	// path of every answer.
+	latency []timedService
+	// realClock says that now is time.Now, so a request's Received time has a monotonic
+	// reading to take the answer time from.
+	realClock bool
 
 	// routes maps each namespace to the node manager that serves it.
 	routes *routing.Routes
@@ -170,7 +181,18 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		failedLogins: session.NewLockout(lo.MaxFailedAuthenticationAttempts, lo.FailedAuthenticationWindow, lo.FailedAuthenticationLockout, now),
 		startTime:    codec.DateTimeOf(now()),
 		events:       &events{now: now},
+		realClock:    opts.Now == nil,
 	}
+	s.tel, err = telemetry.New(telemetry.Config{Instance: cfg.Application.ApplicationURI,
+		OTLPEndpoint: cfg.Observability.OTLP.Endpoint, OTLPInterval: cfg.Observability.OTLP.Interval, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = s.tel.Shutdown(context.Background())
+		}
+	}()
 	if err := s.buildAddressSpace(append(configured, routing.Unnamed(opts.Managers...)...)); err != nil {
 		return nil, err
 	}
@@ -178,20 +200,36 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err := s.buildAdmission(); err != nil {
 		return nil, err
 	}
+	table := s.services()
+	var served func(uasc.Request)
+	if cfg.Observability.ServiceLatency {
+		if s.latency, err = timedServices(table, s.tel.Latency()); err != nil {
+			return nil, err
+		}
+		served = s.served
+	}
 	s.pipe, err = pipeline.New(pipeline.Config{
 		Now:      now,
 		Log:      log,
 		Sessions: s.sessions,
 		Queue:    s.newQueue(),
 		Answered: s.diag.Answered,
+		Served:   served,
 		// The inline Read hands its request back unchanged, so a poll that repeats it
 		// is not decoded again.
 		Repeat:    true,
 		Admission: s.admission,
-	}, s.services())
+	}, table)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.diag.Instrument(s.tel.Meter()); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if err := s.instrument(s.tel.Meter()); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	s.observeAdmission()
 	if err := s.diag.Install(s.space); err != nil {
 		return nil, err
 	}
@@ -223,7 +261,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		},
 		UACP:            uacpConfig(cfg),
 		MaxChannelCount: cfg.Limits.MaxChannelCount,
-		Admit:           s.admission.AdmitConnection,
+		Admit:           s.admitConnection,
 		Refused:         s.refused,
 		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
 		// transport deadlines and the reassembly budget
@@ -300,6 +338,7 @@ func noBound(d time.Duration) time.Duration {
 func (s *Server) refused(r uasc.Refusal) {
 	s.diag.ConnectionRefused()
 	if r.MaxChannelCount > 0 {
+		s.tel.Admission().ConnectionRefused(telemetry.RefusedChannelLimit)
 		s.log.Warn("connection refused: limits.maxChannelCount reached", "remote", r.Remote.String(), "max", r.MaxChannelCount, "answered", !r.Unanswered)
 	}
 }
@@ -431,8 +470,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close releases the PKI. Call it after Serve has returned. It is safe to call more than
-// once.
+// Close releases the PKI and pushes the metrics a last time when OTLP is configured.
+// Call it after Serve has returned. It is safe to call more than once.
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -440,8 +479,67 @@ func (s *Server) Close() error {
 		s.sessions.Stop()
 		s.stopTrust()
 		err = s.pki.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), telemetryTimeout)
+		defer cancel()
+		if terr := s.tel.Shutdown(ctx); terr != nil {
+			s.log.Warn("telemetry", "err", terr)
+		}
 	})
 	return err
+}
+
+// telemetryTimeout bounds the last OTLP push when the server closes.
+const telemetryTimeout = 5 * time.Second
+
+// timedService is the answer-time histogram of the service whose requests are of type ti.
+type timedService struct {
+	ti *codec.TypeInfo
+	h  *telemetry.ServiceLatency
+}
+
+// maxTimedID bounds the ids of the request encodings the service table may hold: the
+// standard ones are below 1000.
+const maxTimedID = 4096
+
+// timedServices returns the histogram of each row of table in latency ("Read" for
+// ReadRequest), at the numeric id of the row's binary encoding.
+func timedServices(table []pipeline.Service[*conn], latency *telemetry.Latency) ([]timedService, error) {
+	var byID []timedService
+	for _, row := range table {
+		ti := row.Request.TypeInfo()
+		id := ti.BinaryEncoding.IntID()
+		if ti.BinaryEncoding.Namespace() != 0 || id >= maxTimedID {
+			return nil, fmt.Errorf("service table: %s has no standard encoding id", ti.Name)
+		}
+		if int(id) >= len(byID) {
+			byID = append(byID, make([]timedService, int(id)+1-len(byID))...)
+		}
+		byID[id] = timedService{ti: ti, h: latency.Service(strings.TrimSuffix(ti.Name, "Request"))}
+	}
+	return byID, nil
+}
+
+// served records the answer time of req, from its arrival to its answer handed to the
+// channel, in its service's histogram (pipeline.Config.Served). On the real clock it
+// costs one monotonic clock reading.
+func (s *Server) served(req uasc.Request) {
+	ti := req.Message.TypeInfo()
+	id := int(ti.BinaryEncoding.IntID())
+	if id >= len(s.latency) || s.latency[id].ti != ti || req.Received.IsZero() {
+		return
+	}
+	h := s.latency[id].h
+	var d time.Duration
+	if s.realClock {
+		d = time.Since(req.Received)
+	} else {
+		d = s.now().Sub(req.Received)
+	}
+	var channel uint32
+	if req.Channel != nil {
+		channel = req.Channel.ID()
+	}
+	h.Record(channel, d)
 }
 
 // buildInfo describes this build (Part 5 §12.4).
