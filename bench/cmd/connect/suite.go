@@ -58,9 +58,12 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 		return nil, err
 	}
 	defer ident.PKI.Close()
-	srv, err := uaserver.Start(ctx, bin, dir, ident,
-		"limits.maxSessionCount="+strconv.Itoa(o.concurrency+100),
-		"limits.maxChannelCount="+strconv.Itoa(o.concurrency+100))
+	// The suite measures what a session costs to establish, not the connection rate
+	// admission allows: no rate.
+	srv, err := uaserver.Start(ctx, bin, dir, ident, append([]string{
+		"limits.maxSessionCount=" + strconv.Itoa(o.concurrency+100),
+		"limits.maxChannelCount=" + strconv.Itoa(o.concurrency+100),
+		"limits.connectionsPerSecond=0"}, uaserver.ManyClientsOneSource...)...)
 	if err != nil {
 		return nil, err
 	}

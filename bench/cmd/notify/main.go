@@ -117,13 +117,13 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 		o.nodes = total
 	}
 	limit := strconv.Itoa(o.sessions + 16)
-	srv, err := uaserver.Start(ctx, bin, dir, id,
-		"addressSpace.simulation.count="+strconv.Itoa(o.nodes),
-		"addressSpace.simulation.interval="+o.change.String(),
-		"limits.maxSessionCount="+limit, "limits.maxChannelCount="+limit, "limits.maxSubscriptionCount="+limit,
-		"limits.maxMonitoredItemCount="+strconv.Itoa(total+1000),
-		"limits.maxMonitoredItemsPerSubscription="+strconv.Itoa(max(o.items, 10000)),
-	)
+	srv, err := uaserver.Start(ctx, bin, dir, id, append([]string{
+		"addressSpace.simulation.count=" + strconv.Itoa(o.nodes),
+		"addressSpace.simulation.interval=" + o.change.String(),
+		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit, "limits.maxSubscriptionCount=" + limit,
+		"limits.maxMonitoredItemCount=" + strconv.Itoa(total+1000),
+		"limits.maxMonitoredItemsPerSubscription=" + strconv.Itoa(max(o.items, 10000)),
+	}, uaserver.ManyClientsOneSource...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -146,7 +146,10 @@ func run(ctx context.Context, o options, dir string, prog *report.Progress) (*re
 	sets := append([]string{managers,
 		// Every round dials fresh sessions; room for all of them in case closes lag.
 		"limits.maxSessionCount=" + strconv.Itoa(4*clients*o.rounds+100),
-		"limits.maxQueuedRequestCount=" + strconv.Itoa(2*inflight+100)}, o.sets...)
+		"limits.maxQueuedRequestCount=" + strconv.Itoa(2*inflight+100),
+		// The device's Reads are handed to node managers: room for all in flight.
+		"limits.maxParkedRequestCount=" + strconv.Itoa(2*inflight+100)}, o.sets...)
+	sets = append(sets, uaserver.ManyClientsOneSource...)
 	prog.Stage("starting the server")
 	srv, err := uaserver.Start(ctx, bin, dir, ident, sets...)
 	if err != nil {

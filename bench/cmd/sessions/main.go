@@ -235,10 +235,10 @@ type tally struct {
 // measure runs one N against a fresh server.
 func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, prog *report.Progress) (*result, error) {
 	limit := strconv.Itoa(n + 16)
-	srv, err := uaserver.Start(ctx, bin, dir, id,
-		"limits.maxSessionCount="+limit, "limits.maxChannelCount="+limit,
-		"limits.maxSubscriptionCount="+limit, "limits.maxQueuedRequestCount="+strconv.Itoa(max(200, 2*n)),
-	)
+	srv, err := uaserver.Start(ctx, bin, dir, id, append([]string{
+		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit,
+		"limits.maxSubscriptionCount=" + limit, "limits.maxQueuedRequestCount=" + strconv.Itoa(max(200, 2*n)),
+	}, uaserver.ManyClientsOneSource...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -91,6 +91,12 @@ func (id *Identity) Trust(der []byte, name string) error {
 	return err
 }
 
+// ManyClientsOneSource are the settings of a server whose many clients are the bench's,
+// all from one address and with one certificate: the shares of issue 18's isolation
+// would count them as one client (per source, per owner) and measure those bounds
+// instead of the server.
+var ManyClientsOneSource = []string{"limits.maxConnectionsPerSource=0", "limits.ownerShare=1"}
+
 // Server is a running server subprocess.
 type Server struct {
 	URL  string // opc.tcp URL with the bound port
