@@ -14,9 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -291,4 +294,24 @@ func logOutput(t testing.TB, stdout, stderr string) {
 	if b.Len() > 0 {
 		t.Logf("nodepeer: node output besides results:\n%s", b.String())
 	}
+}
+
+// FreePort returns a TCP port that was free on every interface a moment ago, for a
+// node-opcua server, which takes a number and listens on all interfaces. It is drawn
+// below the kernel's ephemeral range (Linux: 32768 up), from which outgoing connections
+// take their local ports: a port from Listen(":0") is one of those, and while the
+// node process starts another test's connection can take it (EADDRINUSE).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
+	}
+	t.Fatal("nodepeer: no free port below the ephemeral range")
+	return 0
 }

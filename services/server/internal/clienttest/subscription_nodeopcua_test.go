@@ -2,7 +2,6 @@ package clienttest
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strconv"
 	"testing"
@@ -50,7 +49,7 @@ func TestSubscriptionNodeOPCUA(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	port := freePort(t)
+	port := nodepeer.FreePort(t)
 	nodepeer.Start(t, nodeCounterServer, strconv.Itoa(port), t.TempDir())
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	p := newProxy(t, addr)
@@ -100,11 +99,3 @@ func TestSubscriptionNodeOPCUA(t *testing.T) {
 	t.Logf("stats: %+v", st)
 }
 
-// freePort returns a port that was free a moment ago (node-opcua takes a number).
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/pem"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,10 +93,7 @@ func TestNodeOPCUAWithDiscovery(t *testing.T) {
 
 	// node-opcua's server registers with RegisterServer2 over a secure channel; the
 	// discovery service trusts it as an integrator would after inspecting rejected/.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := nodepeer.FreePort(t)
 	nodePKI := filepath.Join(t.TempDir(), "pki")
 
 	// The integrator trusts node-opcua's certificate before it first registers (node-opcua
