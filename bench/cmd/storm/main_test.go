@@ -79,9 +79,13 @@ func TestStormSmoke(t *testing.T) {
 		require.Positive(t, get(rowRudeFired, cfg), cfg)
 		require.LessOrEqual(t, get(rowRudeInFlight, cfg), 50.0, cfg)
 		require.Positive(t, get(rowRudeWhole, cfg)+get(rowRudeDropOpen, cfg)+get(rowRudeDropCreate, cfg), cfg)
+		require.Positive(t, get(rowDiagCreated, cfg), cfg)
+		require.Equal(t, get(rowRudePlanned, cfg)-get(rowRudeFired, cfg), get(rowRudeUnfired, cfg), cfg)
 		require.Positive(t, get(rowServerDuring, cfg), cfg)
 		require.Positive(t, get(rowStormCPU, cfg), cfg)
 		require.LessOrEqual(t, get(rowOrphans, cfg), 0.0, cfg)
+		require.Zero(t, get(rowOrphansLeft, cfg), cfg)
+		require.GreaterOrEqual(t, get(rowOrphansGone, cfg), 0.0, cfg)
 		require.GreaterOrEqual(t, get(rowSettled, cfg), 0.0, cfg)
 	}
 	require.Len(t, r.Notes, 2+2+2, "a bars line and a configuration line each, and the two plan lines")

@@ -16,6 +16,7 @@ import (
 	"uastack.dev/bench/internal/report"
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 )
 
@@ -104,8 +105,11 @@ type outcome struct {
 	// settle time was over (settled < 0).
 	expected, sessionsEnd, sessionsSettled int
 	settled                                time.Duration
-	loadBefore, loadDuring                 float64
-	errs                                   []string
+	// The server's session counters from the storm's start to the end of settling.
+	diagBefore, diagAfter  sessionDiagnostics
+	orphans                orphanWatch
+	loadBefore, loadDuring float64
+	errs                   []string
 }
 
 // baseSets size the server for the established sessions and their headroom, in every
@@ -350,9 +354,26 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	prog.Stage(cfg.Name + ": storm")
 	stopTrack := make(chan struct{})
 	go prog.Track(o.within, stopTrack)
+	if res.diagBefore, err = readDiagnostics(ctx, control); err != nil {
+		close(stopTrack)
+		close(stopLoad)
+		loadWG.Wait()
+		return nil, err
+	}
 	phase.Store(phaseStorm)
 	t1, bench0 := time.Now(), proc.SelfCPU()
-	res.storm, err = sp.run(ctx, o.within+o.coopDeadline+o.rudeTimeout+time.Minute)
+	// The orphans are the rude clients' sessions still there once every rude client is
+	// gone: watched from then on, while cooperative clients may still be connecting.
+	var watched chan orphanWatch
+	err = sp.begin()
+	if err == nil {
+		err = sp.expect(ctx, o.within+o.rudeTimeout+time.Minute, "rude-done")
+	}
+	if err == nil {
+		watched = make(chan orphanWatch, 1)
+		go func() { watched <- watchOrphans(ctx, control, ids.rude.URI, time.Now().Add(o.settle)) }()
+		res.storm, err = sp.result(ctx, o.coopDeadline+time.Minute)
+	}
 	res.during, res.benchCPU = time.Since(t1), proc.SelfCPU()-bench0
 	close(stopTrack)
 	cpu2, _ := proc.CPUTime(srv.Pid())
@@ -386,7 +407,12 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 		t.mu.Unlock()
 	}
 
-	// Orphans: poll the session count until it is back to the sessions the bench keeps.
+	res.orphans = <-watched
+	if res.orphans.err != nil {
+		return nil, res.orphans.err
+	}
+	// And nothing else is left: poll the session count until it is back to the sessions
+	// the bench keeps (the cooperative clients' are closed, the rude ones' gone).
 	deadline := stormEnd.Add(o.settle)
 	for ctx.Err() == nil {
 		n, err := sessionCount(ctx, control)
@@ -403,7 +429,111 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 		}
 		sleep(ctx, time.Second)
 	}
+	if res.diagAfter, err = readDiagnostics(ctx, control); err != nil {
+		return nil, err
+	}
 	return res, ctx.Err()
+}
+
+// orphanWatch is what became of the rude clients' sessions once the last rude client was
+// gone: how many there were then, how many were left when the watch ended, and when
+// the last went (negative: not within the watch).
+type orphanWatch struct {
+	atRudeEnd, left int
+	gone            time.Duration
+	err             error
+}
+
+// watchOrphans counts the sessions of application uri every 2 s until there are none or
+// the deadline has passed.
+func watchOrphans(ctx context.Context, s *load.Session, uri string, deadline time.Time) orphanWatch {
+	w := orphanWatch{gone: -1}
+	start := time.Now()
+	for first := true; ctx.Err() == nil; first = false {
+		n, err := sessionsOf(ctx, s, uri)
+		if err != nil {
+			w.err = err
+			return w
+		}
+		if first {
+			w.atRudeEnd = n
+		}
+		w.left = n
+		if n == 0 {
+			w.gone = time.Since(start)
+			return w
+		}
+		if time.Now().After(deadline) {
+			return w
+		}
+		sleep(ctx, 2*time.Second)
+	}
+	w.err = ctx.Err()
+	return w
+}
+
+// sessionsOf counts the sessions whose client is application uri, from the server's
+// SessionDiagnosticsArray (Part 5 §6.3.4), which describes every session created and not
+// yet ended, activated or not.
+func sessionsOf(ctx context.Context, s *load.Session, uri string) (int, error) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	dv, err := s.Read(rctx, codec.NewNumericNodeId(0, id.Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray))
+	if err != nil {
+		return 0, fmt.Errorf("SessionDiagnosticsArray: %w", err)
+	}
+	if dv[0].Status.IsBad() {
+		return 0, fmt.Errorf("SessionDiagnosticsArray: %w", dv[0].Status)
+	}
+	all, _ := dv[0].Value.Value().([]codec.ExtensionObject)
+	if len(all) == 0 {
+		// It holds at least the bench's own sessions.
+		return 0, fmt.Errorf("SessionDiagnosticsArray is empty: is observability.diagnosticsEnabled off?")
+	}
+	n := 0
+	for _, eo := range all {
+		sd, ok := eo.Value.(*ua.SessionDiagnosticsDataType)
+		if !ok {
+			return 0, fmt.Errorf("SessionDiagnosticsArray holds a %T", eo.Value)
+		}
+		if sd.ClientDescription.ApplicationUri == uri {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// sessionDiagnostics are the session counters of the server's ServerDiagnosticsSummary
+// (Part 5 §6.3.3, Part 5 §12.9).
+type sessionDiagnostics struct {
+	Cumulated, Rejected, TimedOut, Aborted uint64
+}
+
+// readDiagnostics reads the session counters of the ServerDiagnosticsSummary.
+func readDiagnostics(ctx context.Context, s *load.Session) (sessionDiagnostics, error) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	nodes := []uint32{
+		id.Server_ServerDiagnostics_ServerDiagnosticsSummary_CumulatedSessionCount,
+		id.Server_ServerDiagnostics_ServerDiagnosticsSummary_RejectedSessionCount,
+		id.Server_ServerDiagnostics_ServerDiagnosticsSummary_SessionTimeoutCount,
+		id.Server_ServerDiagnostics_ServerDiagnosticsSummary_SessionAbortCount,
+	}
+	ids := make([]codec.NodeId, len(nodes))
+	for i, n := range nodes {
+		ids[i] = codec.NewNumericNodeId(0, n)
+	}
+	dv, err := s.Read(rctx, ids...)
+	if err != nil {
+		return sessionDiagnostics{}, fmt.Errorf("ServerDiagnosticsSummary: %w", err)
+	}
+	for i := range dv {
+		if dv[i].Status.IsBad() {
+			return sessionDiagnostics{}, fmt.Errorf("ServerDiagnosticsSummary %d: %w", nodes[i], dv[i].Status)
+		}
+	}
+	return sessionDiagnostics{Cumulated: dv[0].Value.Bits(), Rejected: dv[1].Value.Bits(),
+		TimedOut: dv[2].Value.Bits(), Aborted: dv[3].Value.Bits()}, nil
 }
 
 // sessionCount reads the server's CurrentSessionCount (Part 5 §6.3.3,

@@ -102,11 +102,23 @@ func (sp *stormProcess) next(ctx context.Context, d time.Duration) (string, erro
 	}
 }
 
-// run starts the storm and waits at most d for its result.
-func (sp *stormProcess) run(ctx context.Context, d time.Duration) (*stormResult, error) {
-	if _, err := io.WriteString(sp.stdin, "go\n"); err != nil {
-		return nil, err
+// begin starts the storm.
+func (sp *stormProcess) begin() error {
+	_, err := io.WriteString(sp.stdin, "go\n")
+	return err
+}
+
+// expect waits at most d for the line want.
+func (sp *stormProcess) expect(ctx context.Context, d time.Duration, want string) error {
+	l, err := sp.next(ctx, d)
+	if err == nil && l != want {
+		err = fmt.Errorf("storm process said %q, not %q", l, want)
 	}
+	return err
+}
+
+// result waits at most d for the storm's result.
+func (sp *stormProcess) result(ctx context.Context, d time.Duration) (*stormResult, error) {
 	l, err := sp.next(ctx, d)
 	if err != nil {
 		return nil, err

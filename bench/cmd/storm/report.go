@@ -29,10 +29,14 @@ const (
 	rowRSSRatio       = "server RSS during / before"
 	rowNotesBefore    = "notifications/s before"
 	rowNotesDuring    = "notifications/s during the storm"
-	rowOrphansEnd     = "sessions above the kept ones, at the storm's end"
-	rowOrphans        = "orphan sessions after settling"
-	rowSettled        = "settled after (s)"
+	rowOrphansRude    = "orphans (rude clients' sessions) when the last rude client was gone"
+	rowOrphansLeft    = "orphans left after settling"
+	rowOrphansGone    = "orphans gone after (s from the last rude client)"
+	rowOrphansEnd     = "sessions above the kept ones at the storm's end"
+	rowOrphans        = "sessions above the kept ones after settling"
+	rowSettled        = "back to the kept sessions after (s from the storm's end)"
 	rowStorm          = "storm, start to last client done (s)"
+	rowRudeDone       = "storm, start to last rude client done (s)"
 	rowCoopClients    = "cooperative clients"
 	rowCoopIn         = "cooperative clients in"
 	rowCoopAllIn      = "every cooperative client in after (s)"
@@ -43,11 +47,16 @@ const (
 	rowRudePlanned    = "rude attempts planned"
 	rowRudeFired      = "rude attempts fired"
 	rowRudeRate       = "rude attempts/s fired"
+	rowRudeUnfired    = "rude attempts not fired: every slot in flight until the window's end"
 	rowRudeInFlight   = "rude attempts in flight, peak"
 	rowRudeWhole      = "rude whole sessions"
 	rowRudeAbandoned  = "rude whole sessions abandoned"
 	rowRudeDropOpen   = "rude dropped after OpenSecureChannel"
 	rowRudeDropCreate = "rude dropped after CreateSession"
+	rowDiagCreated    = "server: sessions created, storm and settling"
+	rowDiagRejected   = "server: CreateSession/ActivateSession refused"
+	rowDiagTimedOut   = "server: sessions timed out"
+	rowDiagAborted    = "server: sessions aborted"
 	rowServerBefore   = "server CPU before (% of a core)"
 	rowServerDuring   = "server CPU during the storm (% of a core)"
 	rowStormCPU       = "storm process CPU (% of a core)"
@@ -98,10 +107,14 @@ var metrics = []metric{
 	{rowRSSRatio, always(func(r *outcome) float64 { return ratio(float64(r.rssPeak), float64(r.rssBefore)) })},
 	{rowNotesBefore, always(func(r *outcome) float64 { return float64(r.notesBefore) / max(r.before.Seconds(), 1e-9) })},
 	{rowNotesDuring, always(func(r *outcome) float64 { return float64(r.notesDuring) / max(r.during.Seconds(), 1e-9) })},
+	{rowOrphansRude, always(func(r *outcome) float64 { return float64(r.orphans.atRudeEnd) })},
+	{rowOrphansLeft, always(func(r *outcome) float64 { return float64(r.orphans.left) })},
+	{rowOrphansGone, func(r *outcome) (float64, bool) { return r.orphans.gone.Seconds(), r.orphans.gone >= 0 }},
 	{rowOrphansEnd, always(func(r *outcome) float64 { return float64(r.sessionsEnd - r.expected) })},
 	{rowOrphans, always(func(r *outcome) float64 { return float64(r.sessionsSettled - r.expected) })},
 	{rowSettled, func(r *outcome) (float64, bool) { return r.settled.Seconds(), r.settled >= 0 }},
 	{rowStorm, always(func(r *outcome) float64 { return r.storm.Took.Seconds() })},
+	{rowRudeDone, always(func(r *outcome) float64 { return r.storm.RudeDone.Seconds() })},
 	{rowCoopClients, always(func(r *outcome) float64 { return float64(r.storm.Coop.Clients) })},
 	{rowCoopIn, always(func(r *outcome) float64 { return float64(r.storm.Coop.In) })},
 	{rowCoopAllIn, func(r *outcome) (float64, bool) {
@@ -121,11 +134,16 @@ var metrics = []metric{
 	{rowRudeRate, func(r *outcome) (float64, bool) {
 		return float64(r.storm.Rude.Fired) / r.storm.Rude.LastFired.Seconds(), r.storm.Rude.LastFired > 0
 	}},
+	{rowRudeUnfired, always(func(r *outcome) float64 { return float64(r.storm.Rude.Planned - r.storm.Rude.Fired) })},
 	{rowRudeInFlight, always(func(r *outcome) float64 { return float64(r.storm.Rude.MaxInFlight) })},
 	{rowRudeWhole, always(func(r *outcome) float64 { return float64(r.storm.Rude.Whole) })},
 	{rowRudeAbandoned, always(func(r *outcome) float64 { return float64(r.storm.Rude.Abandoned) })},
 	{rowRudeDropOpen, always(func(r *outcome) float64 { return float64(r.storm.Rude.DroppedAtOpen) })},
 	{rowRudeDropCreate, always(func(r *outcome) float64 { return float64(r.storm.Rude.DroppedAtCreate) })},
+	{rowDiagCreated, always(func(r *outcome) float64 { return float64(r.diagAfter.Cumulated - r.diagBefore.Cumulated) })},
+	{rowDiagRejected, always(func(r *outcome) float64 { return float64(r.diagAfter.Rejected - r.diagBefore.Rejected) })},
+	{rowDiagTimedOut, always(func(r *outcome) float64 { return float64(r.diagAfter.TimedOut - r.diagBefore.TimedOut) })},
+	{rowDiagAborted, always(func(r *outcome) float64 { return float64(r.diagAfter.Aborted - r.diagBefore.Aborted) })},
 	{rowServerBefore, always(func(r *outcome) float64 { return percentOfCore(r.cpuBefore, r.before) })},
 	{rowServerDuring, always(func(r *outcome) float64 { return percentOfCore(r.cpuDuring, r.during) })},
 	{rowStormCPU, always(func(r *outcome) float64 { return percentOfCore(r.storm.CPU, r.storm.Took) })},
@@ -194,7 +212,8 @@ func build(o options, outs []*outcome) *report.Report {
 		o.attempts, o.within, o.cooperative, o.coopDeadline, max(o.attempts-o.cooperative, 0), o.inflight, o.rudeSources,
 		100*o.dropShare, 100*o.abandonShare, o.rudeTimeout, o.rudeSessionTimeout, o.clientProcs, o.security)
 	r.Note("established: %d sessions of %d applications, %d per source address, one subscription (%v) and one item each; "+
-		"%d of them Read every %v; baseline %v; orphans counted by CurrentSessionCount against the kept sessions (the established and the bench's control session), polled for up to %v after the storm",
+		"%d of them Read every %v; baseline %v; orphans are the rude application's sessions in the server's SessionDiagnosticsArray once the last rude client is gone, "+
+		"watched for up to %v, and at the end CurrentSessionCount is back to the kept sessions (the established and the bench's control session)",
 		o.sessions, o.apps, o.perSource, o.interval, o.probes, o.probeEvery, o.baseline, o.settle)
 	return r
 }
@@ -203,7 +222,7 @@ func build(o options, outs []*outcome) *report.Report {
 func bars(r *report.Report, res *outcome) {
 	read := ratio(ms(p99(res.readsDuring)), ms(p99(res.readsBefore)))
 	rss := ratio(float64(res.rssPeak), float64(res.rssBefore))
-	orphans := res.sessionsSettled - res.expected
+	orphans := max(res.orphans.left, res.sessionsSettled-res.expected)
 	c := res.storm.Coop
 	allIn := "not every cooperative client got in"
 	if c.Clients > 0 && c.In == c.Clients {

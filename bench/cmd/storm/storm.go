@@ -59,9 +59,9 @@ type plan struct {
 type stormResult struct {
 	Rude rudeResult
 	Coop coopResult
-	// Took is the storm from its start to the last client done; CPU is this process's
-	// over it.
-	Took, CPU time.Duration
+	// Took is the storm from its start to the last client done, RudeDone to the last
+	// rude attempt done; CPU is this process's over the storm.
+	Took, RudeDone, CPU time.Duration
 }
 
 // rudeResult counts the rude attempts.
@@ -133,7 +133,10 @@ func stormServe(stdin io.Reader, stdout io.Writer) error {
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	res := st.run(ctx)
+	res := st.run(ctx, func() {
+		// The suite counts the orphans from here: every rude client is gone.
+		_, _ = fmt.Fprintln(stdout, "rude-done")
+	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -205,16 +208,22 @@ func (st *storm) close() {
 	}
 }
 
-// run storms and returns the counts.
-func (st *storm) run(ctx context.Context) stormResult {
+// run storms and returns the counts; rudeDone is called once the last rude attempt is
+// done, while cooperative clients may still be trying.
+func (st *storm) run(ctx context.Context, rudeDone func()) stormResult {
 	start, cpu0 := time.Now(), proc.SelfCPU()
 	var wg sync.WaitGroup
+	var rudeTook time.Duration
 	wg.Go(func() { st.runCooperative(ctx, start) })
-	wg.Go(func() { st.runRude(ctx, start) })
+	wg.Go(func() {
+		st.runRude(ctx, start)
+		rudeTook = time.Since(start)
+		rudeDone()
+	})
 	wg.Wait()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return stormResult{Rude: st.rude, Coop: st.coop, Took: time.Since(start), CPU: proc.SelfCPU() - cpu0}
+	return stormResult{Rude: st.rude, Coop: st.coop, Took: time.Since(start), RudeDone: rudeTook, CPU: proc.SelfCPU() - cpu0}
 }
 
 // runCooperative starts the cooperative clients evenly over the window: each dials with
