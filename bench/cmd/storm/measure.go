@@ -152,13 +152,19 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	}
 	targets := make([]*load.Target, len(ids.apps))
 	for i, id := range ids.apps {
-		if targets[i], err = load.NewTarget(ctx, srv.URL, pol, mode, id); err != nil {
+		if err := patiently(ctx, func() (err error) {
+			targets[i], err = load.NewTarget(ctx, srv.URL, pol, mode, id)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 	}
 	node := codec.NewStringNodeId(1, "Demo.Scalar_Double")
-	control, err := load.DialAs(ctx, targets[0], load.Conn{Local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}})
-	if err != nil {
+	var control *load.Session
+	if err := patiently(ctx, func() (err error) {
+		control, err = load.DialAs(ctx, targets[0], load.Conn{Local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}})
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("control session: %w", err)
 	}
 	defer control.Close()
@@ -198,15 +204,20 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	for range o.concurrency {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < o.sessions && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				sctx, cancel := context.WithTimeout(ctx, time.Minute)
 				how := load.Conn{Local: &net.TCPAddr{IP: loopback(1, i/o.perSource)}}
-				s, err := load.DialAs(sctx, targets[i%len(targets)], how)
-				if err == nil {
+				var s *load.Session
+				err := patiently(ctx, func() error {
+					sctx, cancel := context.WithTimeout(ctx, time.Minute)
+					defer cancel()
+					var err error
+					if s, err = load.DialAs(sctx, targets[i%len(targets)], how); err != nil {
+						return err
+					}
 					if err = s.Subscribe(sctx, o.interval, []load.Item{{Node: node, Sampling: -1, Queue: 10}}, 1); err != nil {
 						s.Close()
 					}
-				}
-				cancel()
+					return err
+				})
 				if err != nil {
 					mu.Lock()
 					res.failed++

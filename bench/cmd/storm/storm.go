@@ -178,12 +178,18 @@ func newStorm(ctx context.Context, p plan) (*storm, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if st.rudeTarget, err = load.NewTarget(sctx, p.URL, pol, mode, st.rudeID); err != nil {
+	if err := patiently(sctx, func() (err error) {
+		st.rudeTarget, err = load.NewTarget(sctx, p.URL, pol, mode, st.rudeID)
+		return err
+	}); err != nil {
 		st.close()
 		return nil, err
 	}
 	cache := client.NewEndpointCache()
-	if _, err := cache.Get(sctx, p.URL); err != nil {
+	if err := patiently(sctx, func() error {
+		_, err := cache.Get(sctx, p.URL)
+		return err
+	}); err != nil {
 		st.close()
 		return nil, err
 	}
