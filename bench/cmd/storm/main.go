@@ -64,6 +64,7 @@ type options struct {
 	probes             int           // established sessions that also Read
 	probeEvery         time.Duration
 	apps               int // client applications of the established sessions
+	coopApps           int // client applications of the cooperative clients
 	perSource          int // established sessions per source address
 	concurrency        int // sessions being established at once
 	sessionHeadroom    int // maxSessionCount above the established sessions
@@ -107,6 +108,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.probes, "probes", 4, "established sessions that also Read steadily")
 	fs.DurationVar(&o.probeEvery, "probe-every", 20*time.Millisecond, "period of each probe's Reads")
 	fs.IntVar(&o.apps, "apps", 10, "client applications (certificates) of the established sessions")
+	fs.IntVar(&o.coopApps, "coop-apps", 1, "client applications (certificates) the cooperative clients take turns with")
 	fs.IntVar(&o.perSource, "per-source", 50, "established sessions per loopback source address")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "sessions being established at once")
 	fs.IntVar(&o.sessionHeadroom, "session-headroom", 200, "limits.maxSessionCount and maxSubscriptionCount above the established sessions")
@@ -147,8 +149,8 @@ func parse(args []string) (options, error) {
 		return o, errors.New("-within, -baseline, -interval and -probe-every must be positive")
 	case o.probes < 1 || o.probes > o.sessions:
 		return o, errors.New("want 1 ≤ -probes ≤ -n")
-	case o.inflight < 1 || o.rudeSources < 1 || o.apps < 1 || o.perSource < 1 || o.concurrency < 1 || o.clientProcs < 1:
-		return o, errors.New("-inflight, -rude-sources, -apps, -per-source, -concurrency and -client-procs must be positive")
+	case o.inflight < 1 || o.rudeSources < 1 || o.apps < 1 || o.coopApps < 1 || o.perSource < 1 || o.concurrency < 1 || o.clientProcs < 1:
+		return o, errors.New("-inflight, -rude-sources, -apps, -coop-apps, -per-source, -concurrency and -client-procs must be positive")
 	case o.dropShare < 0 || o.dropShare > 1 || o.abandonShare < 0 || o.abandonShare > 1:
 		return o, errors.New("-drop and -abandon are shares from 0 to 1")
 	case o.sessions/o.perSource >= 254*256 || o.rudeSources > 254*256:
@@ -208,7 +210,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 		}
 	}
 	prog.Stage("client certificates")
-	ids, err := newIdentities(dir, o.apps)
+	ids, err := newIdentities(dir, o.apps, o.coopApps)
 	if err != nil {
 		return nil, err
 	}

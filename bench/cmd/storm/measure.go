@@ -30,18 +30,18 @@ type serverConfig struct {
 // identities are the client applications of a run: the plant's (the established
 // sessions, the first also the bench's own control session), the cooperative storm
 // clients' and the rude ones'. Each has its own certificate, so that a server that gives
-// each application its share sees four kinds of client, not one.
+// each application its share sees these kinds of client, not one.
 type identities struct {
-	apps       []*uaserver.Identity
-	coop, rude *uaserver.Identity
+	apps, coop []*uaserver.Identity
+	rude       *uaserver.Identity
 }
 
-const (
-	coopName = "storm-cooperative"
-	rudeName = "storm-rude"
-)
+const rudeName = "storm-rude"
 
-func newIdentities(dir string, apps int) (*identities, error) {
+// coopName names the i-th cooperative client application.
+func coopName(i int) string { return fmt.Sprintf("storm-cooperative-%d", i) }
+
+func newIdentities(dir string, apps, coopApps int) (*identities, error) {
 	ids := &identities{}
 	var err error
 	for i := range apps {
@@ -52,10 +52,15 @@ func newIdentities(dir string, apps int) (*identities, error) {
 		}
 		ids.apps = append(ids.apps, id)
 	}
-	if ids.coop, err = uaserver.NewNamedIdentity(dir, coopName); err == nil {
-		ids.rude, err = uaserver.NewNamedIdentity(dir, rudeName)
+	for i := range coopApps {
+		id, err := uaserver.NewNamedIdentity(dir, coopName(i))
+		if err != nil {
+			ids.close()
+			return nil, err
+		}
+		ids.coop = append(ids.coop, id)
 	}
-	if err != nil {
+	if ids.rude, err = uaserver.NewNamedIdentity(dir, rudeName); err != nil {
 		ids.close()
 		return nil, err
 	}
@@ -63,7 +68,7 @@ func newIdentities(dir string, apps int) (*identities, error) {
 }
 
 func (ids *identities) all() []*uaserver.Identity {
-	return append(append([]*uaserver.Identity{}, ids.apps...), ids.coop, ids.rude)
+	return append(append(append([]*uaserver.Identity{}, ids.apps...), ids.coop...), ids.rude)
 }
 
 func (ids *identities) close() {
@@ -147,8 +152,10 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	defer srv.Stop()
 	// The cooperative clients check the server certificate (pkg/client): trust this
 	// server's, which is new with every start.
-	if err := ids.coop.Trust(srv.DER, "uastack-server"); err != nil {
-		return nil, err
+	for _, id := range ids.coop {
+		if err := id.Trust(srv.DER, "uastack-server"); err != nil {
+			return nil, err
+		}
 	}
 	targets := make([]*load.Target, len(ids.apps))
 	for i, id := range ids.apps {
@@ -266,7 +273,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	// The storm process, ready before the baseline so that its set-up is not in it.
 	prog.Stage(cfg.Name + ": starting the storm process")
 	sp, err := startStorm(ctx, plan{
-		URL: srv.URL, Dir: o.dir, Security: o.security, Cooperative: coopName, Rude: rudeName,
+		URL: srv.URL, Dir: o.dir, Security: o.security, Cooperative: len(ids.coop), Rude: rudeName,
 		Attempts: o.attempts, Within: o.within, Clients: o.cooperative, InFlight: o.inflight,
 		Sources: o.rudeSources, DropShare: o.dropShare, AbandonShare: o.abandonShare,
 		RudeTimeout: o.rudeTimeout, RudeSessionTimeout: o.rudeSessionTimeout, CoopDeadline: o.coopDeadline,

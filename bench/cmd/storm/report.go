@@ -205,11 +205,11 @@ func build(o options, outs []*outcome) *report.Report {
 	for _, res := range outs {
 		r.Note("%s: the server ran with --set %s", res.cfg.Name, strings.Join(res.sets, " --set "))
 	}
-	r.Note("storm: %d attempts planned within %v: %d cooperative clients (pkg/client, Backoff with unbounded attempts, %v deadline) "+
+	r.Note("storm: %d attempts planned within %v: %d cooperative clients of %d applications (pkg/client, Backoff with unbounded attempts, %v deadline) "+
 		"and %d rude attempts, at most %d in flight, from %d source addresses; %.0f%% of the rude drop mid-handshake (half once OpenSecureChannel is sent, half after CreateSession), "+
 		"%.0f%% of the rude whole sessions are abandoned, a rude attempt gives up after %v, rude sessions ask for a %v timeout; "+
 		"the storm process runs with GOMAXPROCS=%d; %s on every channel",
-		o.attempts, o.within, o.cooperative, o.coopDeadline, max(o.attempts-o.cooperative, 0), o.inflight, o.rudeSources,
+		o.attempts, o.within, o.cooperative, o.coopApps, o.coopDeadline, max(o.attempts-o.cooperative, 0), o.inflight, o.rudeSources,
 		100*o.dropShare, 100*o.abandonShare, o.rudeTimeout, o.rudeSessionTimeout, o.clientProcs, o.security)
 	r.Note("established: %d sessions of %d applications, %d per source address, one subscription (%v) and one item each; "+
 		"%d of them Read every %v; baseline %v; orphans are the rude application's sessions in the server's SessionDiagnosticsArray once the last rude client is gone, "+

@@ -36,9 +36,10 @@ type plan struct {
 	URL      string
 	Dir      string // holds the identities
 	Security string // -security
-	// Cooperative and Rude name the identities (uaserver.NewNamedIdentity) of the two
-	// client applications.
-	Cooperative, Rude string
+	// Cooperative is the number of cooperative client applications (coopName), Rude
+	// names the rude one (uaserver.NewNamedIdentity).
+	Cooperative int
+	Rude        string
 	// Attempts are the connection attempts planned within Within: one per cooperative
 	// client (its retries come on top) and the rest rude.
 	Attempts int
@@ -152,8 +153,8 @@ func stormServe(stdin io.Reader, stdout io.Writer) error {
 type storm struct {
 	p          plan
 	rudeTarget *load.Target
-	coopOpts   []client.Option
-	coopID     *uaserver.Identity
+	coopOpts   [][]client.Option // per cooperative application
+	coopIDs    []*uaserver.Identity
 	rudeID     *uaserver.Identity
 
 	mu   sync.Mutex // guards rude, coop
@@ -169,8 +170,13 @@ func newStorm(ctx context.Context, p plan) (*storm, error) {
 		return nil, err
 	}
 	st := &storm{p: p}
-	if st.coopID, err = uaserver.NewNamedIdentity(p.Dir, p.Cooperative); err != nil {
-		return nil, err
+	for i := range p.Cooperative {
+		id, err := uaserver.NewNamedIdentity(p.Dir, coopName(i))
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		st.coopIDs = append(st.coopIDs, id)
 	}
 	if st.rudeID, err = uaserver.NewNamedIdentity(p.Dir, p.Rude); err != nil {
 		st.close()
@@ -193,21 +199,23 @@ func newStorm(ctx context.Context, p plan) (*storm, error) {
 		st.close()
 		return nil, err
 	}
-	st.coopOpts = []client.Option{
-		client.Security(pol, mode), client.Certificate(st.coopID.DER, st.coopID.Key),
-		client.Application(st.coopID.URI, "uastack bench storm"), client.TrustStore(st.coopID.PKI),
-		client.WithEndpointCache(cache),
-		// Retry until the deadline, as a client that must get in does; the delays are
-		// the Backoff's defaults, never shorter than the server's hint.
-		client.WithBackoff(client.Backoff{Attempts: -1}),
+	for _, id := range st.coopIDs {
+		st.coopOpts = append(st.coopOpts, []client.Option{
+			client.Security(pol, mode), client.Certificate(id.DER, id.Key),
+			client.Application(id.URI, "uastack bench storm"), client.TrustStore(id.PKI),
+			client.WithEndpointCache(cache),
+			// Retry until the deadline, as a client that must get in does; the delays
+			// are the Backoff's defaults, never shorter than the server's hint.
+			client.WithBackoff(client.Backoff{Attempts: -1}),
+		})
 	}
 	st.rude.Refused, st.coop.Refused, st.coop.FailedBy = map[string]int{}, map[string]int{}, map[string]int{}
 	return st, nil
 }
 
 func (st *storm) close() {
-	if st.coopID != nil {
-		_ = st.coopID.PKI.Close()
+	for _, id := range st.coopIDs {
+		_ = id.PKI.Close()
 	}
 	if st.rudeID != nil {
 		_ = st.rudeID.PKI.Close()
@@ -246,16 +254,16 @@ func (st *storm) runCooperative(ctx context.Context, start time.Time) {
 		if !sleepUntil(ctx, arrive) {
 			break
 		}
-		wg.Go(func() { st.cooperative(ctx, start, arrive) })
+		wg.Go(func() { st.cooperative(ctx, start, arrive, st.coopOpts[i%len(st.coopOpts)]) })
 	}
 	wg.Wait()
 }
 
-func (st *storm) cooperative(ctx context.Context, start, arrive time.Time) {
+func (st *storm) cooperative(ctx context.Context, start, arrive time.Time, app []client.Option) {
 	cctx, cancel := context.WithTimeout(ctx, st.p.CoopDeadline)
 	defer cancel()
 	attempts := 1
-	opts := append(slices.Clip(st.coopOpts), client.OnRetry(func(err error, _ time.Duration) {
+	opts := append(slices.Clip(app), client.OnRetry(func(err error, _ time.Duration) {
 		attempts++ // the retry hook runs on this goroutine, inside Dial
 		var se *client.StatusError
 		hinted := errors.As(err, &se) && se.RetryAfter > 0
