@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"math"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -79,4 +80,53 @@ func TestSessionAgainstServer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Dial(ctx, tgt2)
 	require.Error(t, err, "an untrusted client certificate must be refused")
+}
+
+// TestStagedSession drives a server step by step, as the storm's rude clients do: a
+// session created from a source address of its own and dropped unactivated stays in the
+// server's count, a session closed leaves it, and Read answers on an activated one.
+func TestStagedSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin, err := uaserver.Build(ctx, dir)
+	require.NoError(t, err)
+	id, err := uaserver.NewIdentity(dir)
+	require.NoError(t, err)
+	srv, err := uaserver.Start(ctx, bin, dir, id)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	tgt, err := NewTarget(ctx, srv.URL, policy.URIBasic256Sha256, ua.MessageSecurityModeSignAndEncrypt, id)
+	require.NoError(t, err)
+	count := codec.NewNumericNodeId(0, 2277) // Server_ServerDiagnostics_ServerDiagnosticsSummary_CurrentSessionCount
+	sessions := func(s *Session) uint64 {
+		dv, err := s.Read(ctx, count)
+		require.NoError(t, err)
+		return dv[0].Value.Bits()
+	}
+
+	s, err := DialAs(ctx, tgt, Conn{Local: &net.TCPAddr{IP: net.IPv4(127, 0, 3, 1)}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.EqualValues(t, 1, sessions(s))
+
+	orphan, err := Open(ctx, tgt, Conn{})
+	require.NoError(t, err)
+	require.NoError(t, orphan.Create(ctx, time.Minute))
+	orphan.Drop()
+	require.Error(t, orphan.Activate(ctx), "the channel is gone")
+	// The diagnostics snapshot is rebuilt at most once a second.
+	require.Eventually(t, func() bool { return sessions(s) == 2 }, 5*time.Second, 100*time.Millisecond)
+
+	closed, err := Dial(ctx, tgt)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return sessions(s) == 3 }, 5*time.Second, 100*time.Millisecond)
+	require.NoError(t, closed.CloseSession(ctx))
+	closed.Close()
+	require.Eventually(t, func() bool { return sessions(s) == 2 }, 5*time.Second, 100*time.Millisecond)
+
+	// An unknown node is a bad result, not an error.
+	dv, err := s.Read(ctx, codec.NewStringNodeId(1, "no such node"))
+	require.NoError(t, err)
+	require.True(t, dv[0].Status.IsBad())
 }

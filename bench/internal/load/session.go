@@ -67,7 +67,7 @@ func NewTarget(ctx context.Context, url, policyURI string, mode ua.MessageSecuri
 
 // getEndpoints asks the server at url for its endpoints over a None channel.
 func getEndpoints(ctx context.Context, url string) ([]ua.EndpointDescription, error) {
-	ch, err := dialChannel(ctx, url, uasc.ClientConfig{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone})
+	ch, _, err := dialChannel(ctx, url, uasc.ClientConfig{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}, Conn{})
 	if err != nil {
 		return nil, err
 	}
@@ -82,30 +82,53 @@ func getEndpoints(ctx context.Context, url string) ([]ua.EndpointDescription, er
 	return r.Endpoints, nil
 }
 
-// dialChannel connects to the opc.tcp URL and opens a secure channel with cfg.
-func dialChannel(ctx context.Context, endpoint string, cfg uasc.ClientConfig) (*uasc.ClientChannel, error) {
+// dialChannel connects to the opc.tcp URL as how says and opens a secure channel with
+// cfg. It returns the TCP connection too (wrapped, if how wraps it), for Drop.
+func dialChannel(ctx context.Context, endpoint string, cfg uasc.ClientConfig, how Conn) (*uasc.ClientChannel, net.Conn, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var d net.Dialer
+	d := net.Dialer{}
+	if how.Local != nil {
+		d.LocalAddr = how.Local
+	}
 	nc, err := d.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if how.Wrap != nil {
+		nc = how.Wrap(nc)
 	}
 	uc, err := uacp.Dial(ctx, nc, uacp.ClientConfig{EndpointURL: endpoint})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return uasc.Dial(ctx, uc, cfg)
+	ch, err := uasc.Dial(ctx, uc, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, nc, nil
 }
 
-// Session is one secure channel with one activated session and at most one subscription.
-// Publish loops may run concurrently with each other; the other methods are called from
+// Conn says how a Session connects: from which local address (nil: the one the system
+// chooses) and through which wrapper of the TCP connection (nil: none). On loopback any
+// address of 127.0.0.0/8 can be the source, so that one machine can play many peers to a
+// server that counts connections per source address.
+type Conn struct {
+	Local *net.TCPAddr
+	Wrap  func(net.Conn) net.Conn
+}
+
+// Session is one secure channel with at most one session and one subscription. Publish
+// loops and Reads may run concurrently with each other; the other methods are called from
 // one goroutine.
 type Session struct {
-	ch    *uasc.ClientChannel
-	token codec.NodeId
+	t           *Target
+	nc          net.Conn
+	ch          *uasc.ClientChannel
+	token       codec.NodeId
+	serverNonce []byte
 	// SubscriptionID is set by Subscribe.
 	SubscriptionID uint32
 
@@ -119,27 +142,48 @@ func (s *Session) header() ua.RequestHeader {
 }
 
 // Dial opens a secure channel to t and creates and activates an anonymous session on it
-// (Part 4 §5.6.2, §5.6.3), signing with the client key on a secured channel. The server's
-// signature is not checked: the load client measures the server, it does not guard it.
+// (Part 4 §5.6.2, §5.6.3) with a session timeout of 10 minutes, signing with the client
+// key on a secured channel. The server's signature is not checked: the load client
+// measures the server, it does not guard it.
 func Dial(ctx context.Context, t *Target) (*Session, error) {
-	secure := t.serverCert != nil
-	cfg := uasc.ClientConfig{PolicyURI: t.Endpoint.SecurityPolicyUri, Mode: t.Endpoint.SecurityMode}
-	if secure {
-		cfg.Certificate, cfg.Key, cfg.ServerCertificate = t.id.DER, t.id.Key, t.serverCert.Raw
-	}
-	ch, err := dialChannel(ctx, t.URL, cfg)
+	return DialAs(ctx, t, Conn{})
+}
+
+// DialAs is Dial connecting as how says.
+func DialAs(ctx context.Context, t *Target, how Conn) (*Session, error) {
+	s, err := Open(ctx, t, how)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{ch: ch}
-	if err := s.open(ctx, t, secure); err != nil {
-		ch.Close()
+	if err := s.Create(ctx, 10*time.Minute); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.Activate(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Session) open(ctx context.Context, t *Target, secure bool) error {
+// Open connects to t as how says and opens a secure channel, without a session: the
+// first step of Dial, for a client that goes on step by step (Create, Activate) and may
+// stop between them.
+func Open(ctx context.Context, t *Target, how Conn) (*Session, error) {
+	cfg := uasc.ClientConfig{PolicyURI: t.Endpoint.SecurityPolicyUri, Mode: t.Endpoint.SecurityMode}
+	if t.serverCert != nil {
+		cfg.Certificate, cfg.Key, cfg.ServerCertificate = t.id.DER, t.id.Key, t.serverCert.Raw
+	}
+	ch, nc, err := dialChannel(ctx, t.URL, cfg, how)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{t: t, nc: nc, ch: ch}, nil
+}
+
+// Create sends CreateSession with the requested session timeout (Part 4 §5.6.2),
+// presenting the client certificate on a secured channel.
+func (s *Session) Create(ctx context.Context, timeout time.Duration) error {
 	nonce := make([]byte, 32)
 	if _, err := rand.Read(nonce); err != nil {
 		return err
@@ -147,28 +191,34 @@ func (s *Session) open(ctx context.Context, t *Target, secure bool) error {
 	req := &ua.CreateSessionRequest{
 		RequestHeader: s.header(),
 		ClientDescription: ua.ApplicationDescription{
-			ApplicationUri: t.id.URI, ApplicationName: codec.LocalizedText{Text: "uastack bench load"},
+			ApplicationUri: s.t.id.URI, ApplicationName: codec.LocalizedText{Text: "uastack bench load"},
 			ApplicationType: ua.ApplicationTypeClient,
 		},
-		EndpointUrl:             t.URL,
+		EndpointUrl:             s.t.URL,
 		SessionName:             "load",
 		ClientNonce:             nonce,
-		RequestedSessionTimeout: float64(10 * time.Minute / time.Millisecond),
+		RequestedSessionTimeout: float64(timeout / time.Millisecond),
 	}
-	if secure {
-		req.ClientCertificate = t.id.DER
+	if s.t.serverCert != nil {
+		req.ClientCertificate = s.t.id.DER
 	}
 	var cr *ua.CreateSessionResponse
 	if err := s.call(ctx, "CreateSession", req, &cr); err != nil {
 		return err
 	}
-	s.token = cr.AuthenticationToken
+	s.token, s.serverNonce = cr.AuthenticationToken, cr.ServerNonce
+	return nil
+}
+
+// Activate sends ActivateSession with an anonymous identity (Part 4 §5.6.3), signing the
+// server certificate and nonce with the client key on a secured channel.
+func (s *Session) Activate(ctx context.Context) error {
 	act := &ua.ActivateSessionRequest{
 		RequestHeader:     s.header(),
-		UserIdentityToken: codec.NewExtensionObject(&ua.AnonymousIdentityToken{PolicyId: t.tokenID}),
+		UserIdentityToken: codec.NewExtensionObject(&ua.AnonymousIdentityToken{PolicyId: s.t.tokenID}),
 	}
-	if secure {
-		sig, err := sign(t.Endpoint.SecurityPolicyUri, t.id.Key, t.serverCert.Raw, cr.ServerNonce)
+	if s.t.serverCert != nil {
+		sig, err := sign(s.t.Endpoint.SecurityPolicyUri, s.t.id.Key, s.t.serverCert.Raw, s.serverNonce)
 		if err != nil {
 			return err
 		}
@@ -218,6 +268,10 @@ func (s *Session) call(ctx context.Context, service string, req codec.Structure,
 	case **ua.CreateMonitoredItemsResponse:
 		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
 	case **ua.WriteResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	case **ua.ReadResponse:
+		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
+	case **ua.CloseSessionResponse:
 		return check(call(ctx, s.ch, service, req, o), service, func() status.Code { return (*o).ResponseHeader.ServiceResult })
 	}
 	return fmt.Errorf("load: %s: response type %T", service, out)
@@ -351,9 +405,43 @@ func (s *Session) Write(ctx context.Context, node codec.NodeId, v codec.Variant)
 // Err returns why the session's channel ended, or nil while it is open.
 func (s *Session) Err() error { return s.ch.Err() }
 
-// Close closes the channel without closing the session: the server's own cleanup is not
-// what the load suites measure.
+// Read reads the Value attribute of the nodes (Part 4 §5.10.2) and returns the results
+// in their order.
+func (s *Session) Read(ctx context.Context, nodes ...codec.NodeId) ([]codec.DataValue, error) {
+	ids := make([]ua.ReadValueId, len(nodes))
+	for i, n := range nodes {
+		ids[i] = ua.ReadValueId{NodeId: n, AttributeId: 13} // Value
+	}
+	var rr *ua.ReadResponse
+	if err := s.call(ctx, "Read", &ua.ReadRequest{
+		RequestHeader: s.header(), TimestampsToReturn: ua.TimestampsToReturnNeither, NodesToRead: ids,
+	}, &rr); err != nil {
+		return nil, err
+	}
+	if len(rr.Results) != len(nodes) {
+		return nil, fmt.Errorf("load: Read: %d results for %d nodes", len(rr.Results), len(nodes))
+	}
+	return rr.Results, nil
+}
+
+// CloseSession closes the session and deletes its subscriptions (Part 4 §5.6.4); the
+// channel stays open.
+func (s *Session) CloseSession(ctx context.Context) error {
+	var cr *ua.CloseSessionResponse
+	return s.call(ctx, "CloseSession", &ua.CloseSessionRequest{RequestHeader: s.header(), DeleteSubscriptions: true}, &cr)
+}
+
+// Close closes the channel (CloseSecureChannel) without closing the session: the
+// server's own cleanup is not what the load suites measure.
 func (s *Session) Close() { s.ch.Close() }
+
+// Drop closes the TCP connection without a word, as a client that crashed or lost its
+// network: the server learns of it only from the failed read, and the session, if any, is
+// left to its timeout.
+func (s *Session) Drop() {
+	_ = s.nc.Close()
+	s.ch.Close()
+}
 
 // SecurityOf maps a suite's -security flag ("Basic256Sha256", meaning SignAndEncrypt, or
 // "None", any case) to a policy URI and mode.

@@ -60,9 +60,15 @@ type Identity struct {
 }
 
 // NewIdentity creates a client certificate in a fresh PKI under dir.
-func NewIdentity(dir string) (*Identity, error) {
-	const uri = "urn:uastack:bench:client"
-	root := filepath.Join(dir, "client-pki")
+func NewIdentity(dir string) (*Identity, error) { return NewNamedIdentity(dir, "client") }
+
+// NewNamedIdentity creates the certificate of the bench client application called name
+// (ApplicationUri urn:uastack:bench:<name>) in a PKI under dir, or loads it when dir
+// already holds it: a suite that plays several client applications gives each a name,
+// and a child process of the suite opens the same identity from the same dir.
+func NewNamedIdentity(dir, name string) (*Identity, error) {
+	uri := "urn:uastack:bench:" + name
+	root := filepath.Join(dir, name+"-pki")
 	p, err := pki.Open(root, pki.Options{Logger: quiet})
 	if err != nil {
 		return nil, err
@@ -112,13 +118,26 @@ var listening = regexp.MustCompile(`msg=listening address=(\S+)`)
 // Start runs bin with a fresh PKI under dir trusting client, listening on 127.0.0.1:0,
 // logging at warn level after start-up, with extra --set key=value flags.
 func Start(ctx context.Context, bin, dir string, client *Identity, sets ...string) (*Server, error) {
+	var clients []*Identity
+	if client != nil {
+		clients = []*Identity{client}
+	}
+	return StartTrusting(ctx, bin, dir, clients, sets...)
+}
+
+// StartTrusting is Start with every certificate of clients trusted.
+func StartTrusting(ctx context.Context, bin, dir string, clients []*Identity, sets ...string) (*Server, error) {
 	pkiDir := filepath.Join(dir, "server-pki")
 	certs := filepath.Join(pkiDir, "trusted", "certs")
 	if err := os.MkdirAll(certs, 0o700); err != nil {
 		return nil, err
 	}
-	if client != nil {
-		if err := os.WriteFile(filepath.Join(certs, "bench-client.der"), client.DER, 0o600); err != nil {
+	for i, c := range clients {
+		name := "bench-client.der"
+		if i > 0 {
+			name = fmt.Sprintf("bench-client-%d.der", i)
+		}
+		if err := os.WriteFile(filepath.Join(certs, name), c.DER, 0o600); err != nil {
 			return nil, err
 		}
 	}
