@@ -45,9 +45,6 @@ func TestStormSmoke(t *testing.T) {
 		"-baseline", "2s", "-apps", "2", "-per-source", "5",
 		// Sessions left behind time out within seconds, not the default 30 s.
 		"-rude-session-timeout", "2s", "-settle", "20s", "-set", "limits.minSessionTimeout=1s",
-		// Both configurations run with settings every server build knows: the
-		// comparison's mechanics are under test here, not the admission.
-		"-no-admission", "",
 	})
 	require.NoError(t, err)
 	r, err := run(ctx, o, io.Discard)
