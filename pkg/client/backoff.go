@@ -61,6 +61,9 @@ func (b Backoff) Delay(n int, hint time.Duration) time.Duration {
 // was busy or full (BadTcpServerTooBusy is the ERR of a listener's connection rate,
 // Part 6 §7.1.5), or the network failed. A refusal on security or identity is final.
 func retryable(err error) bool {
+	if lost := (*lostSession)(nil); errors.As(err, &lost) {
+		return true
+	}
 	var c status.Code
 	if errors.As(err, &c) {
 		switch c.Sub() {
@@ -75,6 +78,16 @@ func retryable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
+
+// lostSession is the error of an ActivateSession whose new session the server gave up
+// before it was activated (BadSessionIdInvalid, BadSessionClosed): unlike those codes
+// for a session in use, worth another attempt with a fresh session.
+type lostSession struct{ err error }
+
+func (e *lostSession) Error() string {
+	return e.err.Error() + " (the new session was given up before it was activated)"
+}
+func (e *lostSession) Unwrap() error { return e.err }
 
 // hintOf returns the RetryAfterMs hint carried by err, or zero.
 func hintOf(err error) time.Duration {

@@ -295,6 +295,11 @@ func (c *Client) newSession(ctx context.Context, ch *uasc.ClientChannel) error {
 		// out, and the next attempt creates another: close it now.
 		c.closeSession(ctx, ch, c.sess.token)
 		c.sess = prev
+		if errors.Is(err, status.BadSessionIdInvalid) || errors.Is(err, status.BadSessionClosed) {
+			// The server gave the session up before it was activated, as a full
+			// session table may under a connect storm: a fresh one is worth another try.
+			return &lostSession{err}
+		}
 		return err
 	}
 	c.cur.Store(&link{ch: ch, token: c.sess.token})

@@ -277,6 +277,10 @@ func TestStatusError(t *testing.T) {
 	require.ErrorIs(t, err, status.BadSecureChannelClosed)
 	require.False(t, retryable(statusError("ActivateSession", nil, status.BadUserAccessDenied)))
 	require.True(t, retryable(fmt.Errorf("dial: %w", &uacp.Error{Code: status.BadTcpServerTooBusy})), "a listener's connection rate")
+	lost := statusError("ActivateSession", nil, status.BadSessionIdInvalid)
+	require.False(t, retryable(lost), "a session in use that the server no longer knows")
+	require.True(t, retryable(&lostSession{lost}), "a new session given up before its activation")
+	require.ErrorIs(t, &lostSession{lost}, status.BadSessionIdInvalid)
 }
 
 // dropProxy forwards TCP connections to target until drop cuts them.
