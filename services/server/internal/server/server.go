@@ -317,11 +317,15 @@ func reassemblyBudget(cfg *config.Config) *uasc.Budget {
 	return uasc.NewBudget(int64(cfg.Limits.MaxRetainedBytes))
 }
 
-// retainedPerChannel is one channel's share of the reassembly budget:
-// limits.maxRetainedBytesPerChannel, uasc's default for a configuration that names none.
+// retainedPerChannel is one channel's share of the reassembly budget: the
+// limits.maxRetainedBytesPerChannel in force (under SharedOnly the whole budget), uasc's
+// default for a configuration that names none.
 func retainedPerChannel(cfg *config.Config) int {
-	if share := cfg.Limits.MaxRetainedBytesPerChannel; share > 0 {
+	if share := cfg.Limits.RetainedPerChannelInForce(); share > 0 {
 		return share
+	}
+	if cfg.Limits.SharedOnly() {
+		return uasc.DefaultBudget
 	}
 	return uasc.DefaultMaxRetainedPerChannel
 }
@@ -407,8 +411,8 @@ func (s *Server) buildSubscriptions() {
 		MaxSamplingInterval:              c.MaxSamplingInterval,
 		MaxQueueSize:                     uint32(c.MaxQueueSize),
 		RetransmissionQueueSize:          c.RetransmissionQueueSize,
-		MaxSubscriptionsPerOwner:         owner.Share(l.MaxSubscriptionCount, l.OwnerShare),
-		MaxMonitoredItemsPerOwner:        owner.Share(l.MaxMonitoredItemCount, l.OwnerShare),
+		MaxSubscriptionsPerOwner:         owner.Share(l.MaxSubscriptionCount, l.OwnerShareInForce()),
+		MaxMonitoredItemsPerOwner:        owner.Share(l.MaxMonitoredItemCount, l.OwnerShareInForce()),
 		OrphanLifetime:                   c.OrphanLifetime,
 	}, s.now, sampler{s})
 	s.space.OnChange(s.subs.Changed)
@@ -438,9 +442,9 @@ func (s *Server) buildSubscriptions() {
 }
 
 // sessionLimits are the session table's bounds of l: the table, one owner's share of it
-// and the time a session may stay unactivated.
+// (none under SharedOnly) and the time a session may stay unactivated.
 func sessionLimits(l config.Limits) session.Limits {
-	return session.Limits{MaxSessions: l.MaxSessionCount, MaxPerOwner: owner.Share(l.MaxSessionCount, l.OwnerShare),
+	return session.Limits{MaxSessions: l.MaxSessionCount, MaxPerOwner: owner.Share(l.MaxSessionCount, l.OwnerShareInForce()),
 		UnactivatedTimeout: l.UnactivatedSessionTimeout}
 }
 
