@@ -854,12 +854,20 @@ func truncated(err error) error {
 	return err
 }
 
+// ErrChunkTimeout is in the chain of a ReadChunk error when the chunk timeout
+// (ServerConfig.ChunkTimeout, ClientConfig.ChunkTimeout) passed: a chunk begun was not
+// whole in time. The error carries BadTimeout as well. The other deadlines of a read (the
+// caller's, ReadTimeout) give BadTimeout without it, so that a caller can tell which one
+// passed.
+var ErrChunkTimeout = errors.New("uacp: chunk timeout")
+
 // readFailed wraps an error of the read side as readError does and, for an expired
 // deadline, says which one expired.
 func (c *Conn) readFailed(what string, err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		if c.in.chunkExpired() {
 			what = fmt.Sprintf("%s: chunk not whole %v after its first byte", what, c.in.chunkTimeout)
+			err = fmt.Errorf("%w: %w", ErrChunkTimeout, err)
 		} else {
 			what += ": deadline passed"
 		}

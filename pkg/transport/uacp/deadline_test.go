@@ -71,6 +71,7 @@ func TestChunkTimeout(t *testing.T) {
 	err = s.result(t)
 	require.ErrorIs(t, err, status.BadTimeout)
 	require.ErrorContains(t, err, "not whole 300ms after its first byte")
+	require.ErrorIs(t, err, ErrChunkTimeout, "the deadline that passed is named")
 
 	_, err = idle.Write(chunk)
 	require.NoError(t, err, "the idle connection is still served")
@@ -101,6 +102,7 @@ func TestReadChunkBefore(t *testing.T) {
 		_, err := c.ReadChunkBefore(start.Add(200 * time.Millisecond))
 		require.ErrorIs(t, err, status.BadTimeout)
 		require.ErrorContains(t, err, "deadline passed")
+		require.NotErrorIs(t, err, ErrChunkTimeout, "the caller's deadline, not the chunk timeout")
 		require.Less(t, time.Since(start), 2*time.Second)
 		got, err := io.ReadAll(nc)
 		require.NoError(t, err)
@@ -114,6 +116,7 @@ func TestReadChunkBefore(t *testing.T) {
 		_, err = c.ReadChunkBefore(time.Now().Add(200 * time.Millisecond))
 		require.ErrorIs(t, err, status.BadTimeout)
 		require.ErrorContains(t, err, "deadline passed")
+		require.NotErrorIs(t, err, ErrChunkTimeout, "the caller's deadline, not the chunk timeout")
 		got, err := io.ReadAll(nc)
 		require.NoError(t, err)
 		requireERR(t, got, status.BadTimeout)

@@ -78,6 +78,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}()
 			c, err := uacp.Accept(ctx, nc, s.cfg.UACP)
 			if err != nil {
+				// The handshake has one deadline, HelloTimeout; ctx's end shows as it.
+				if uacp.StatusOf(err) == status.BadTimeout && ctx.Err() == nil {
+					s.expired(DeadlineHello)
+				}
 				return
 			}
 			_ = s.ServeConn(ctx, c)

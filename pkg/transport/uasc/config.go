@@ -91,6 +91,16 @@ type ServerConfig struct {
 	// Refused, when set, learns of every connection Serve refused. It runs on Serve's
 	// goroutine before the ERR is sent, so it must not block.
 	Refused func(Refusal)
+	// Expired, when set, learns of every connection ended because one of its deadlines
+	// passed (HelloTimeout, OpenTimeout, ChunkTimeout, AssemblyTimeout, WriteTimeout),
+	// once per connection, and which one. Overdrawn, when set, learns of every channel
+	// ended because a chunk would have taken it beyond its share of the reassembly budget
+	// (MaxRetainedPerChannel) or the Budget beyond what it holds. Both run on the
+	// connection's goroutine, for any number of connections at once: they must be safe
+	// for concurrent use and must not block. Neither is called on the message path, only
+	// as a connection ends.
+	Expired   func(Deadline)
+	Overdrawn func(Overdraft)
 	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2), and
 	// the memory it takes once decoded (MaxDecodeMultiple times its size, so that arrays
 	// of one-byte Variants cannot turn 16 MiB into gigabytes); zero fields take

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	goua "github.com/gopcua/opcua/ua"
 	gouacp "github.com/gopcua/opcua/uacp"
 	gouasc "github.com/gopcua/opcua/uasc"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
@@ -110,6 +112,51 @@ func (h *hostile) errCode(t *testing.T, wait time.Duration) status.Code {
 	return e.Code
 }
 
+// tally records what ServerConfig.Expired and Overdrawn report.
+type tally struct {
+	mu        sync.Mutex // guards expired, overdrawn
+	expired   map[Deadline]int
+	overdrawn map[Overdraft]int
+}
+
+// newTally returns a tally that c's Expired and Overdrawn report to.
+func newTally(c *ServerConfig) *tally {
+	tl := &tally{expired: map[Deadline]int{}, overdrawn: map[Overdraft]int{}}
+	c.Expired = func(d Deadline) {
+		tl.mu.Lock()
+		tl.expired[d]++
+		tl.mu.Unlock()
+	}
+	c.Overdrawn = func(o Overdraft) {
+		tl.mu.Lock()
+		tl.overdrawn[o]++
+		tl.mu.Unlock()
+	}
+	return tl
+}
+
+// require waits up to five seconds for the tally to be exactly expired and overdrawn
+// (nil: none): a connection is counted as it ends, after its ERR is on the way.
+func (tl *tally) require(t *testing.T, expired map[Deadline]int, overdrawn map[Overdraft]int) {
+	t.Helper()
+	if expired == nil {
+		expired = map[Deadline]int{}
+	}
+	if overdrawn == nil {
+		overdrawn = map[Overdraft]int{}
+	}
+	same := func() bool {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		return maps.Equal(tl.expired, expired) && maps.Equal(tl.overdrawn, overdrawn)
+	}
+	if !assert.Eventually(t, same, 5*time.Second, 5*time.Millisecond) {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		t.Fatalf("expired %v, overdrawn %v; want %v, %v", tl.expired, tl.overdrawn, expired, overdrawn)
+	}
+}
+
 // legit is a legitimate client: gopcua's secure channel with SecurityPolicy None.
 type legit struct {
 	sc   *gouasc.SecureChannel
@@ -175,10 +222,12 @@ func (l *legit) read(t *testing.T, r string) {
 func TestHandshakeDeadlines(t *testing.T) {
 	t.Parallel()
 	const maxChannels, deadline = 9, 500 * time.Millisecond
+	var tl *tally
 	ts := startServer(t, func(c *ServerConfig) {
 		c.MaxChannelCount = maxChannels
 		c.UACP.HelloTimeout = deadline
 		c.OpenTimeout = deadline
+		tl = newTally(c)
 	})
 	opn := clientOPNWith(t, policy.None, &ua.OpenSecureChannelRequest{
 		RequestType: ua.SecurityTokenRequestTypeIssue, SecurityMode: ua.MessageSecurityModeNone, RequestedLifetime: 600000})
@@ -214,6 +263,9 @@ func TestHandshakeDeadlines(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, held, deadline)
 	require.Less(t, held, deadline+3*time.Second)
+	// The silent peers passed the Hello's deadline, the others the OPN's (a chunk begun
+	// has 30 s of its own).
+	tl.require(t, map[Deadline]int{DeadlineHello: maxChannels / 3, DeadlineOpen: 2 * maxChannels / 3}, nil)
 
 	var l *legit
 	require.Eventually(t, func() bool {
@@ -231,7 +283,11 @@ func TestHandshakeDeadlines(t *testing.T) {
 func TestTrickledChunk(t *testing.T) {
 	t.Parallel()
 	const chunkTimeout = 2 * time.Second
-	ts := startServer(t, func(c *ServerConfig) { c.UACP.ChunkTimeout = chunkTimeout })
+	var tl *tally
+	ts := startServer(t, func(c *ServerConfig) {
+		c.UACP.ChunkTimeout = chunkTimeout
+		tl = newTally(c)
+	})
 	l, err := dialLegit(t, ts.addr, 1<<16)
 	require.NoError(t, err)
 	l.read(t, "before")
@@ -262,7 +318,9 @@ func TestTrickledChunk(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the trickled chunk was not cut off")
 	}
+	tl.require(t, map[Deadline]int{DeadlineChunk: 1}, nil)
 	l.read(t, "after, idle for longer than the chunk timeout")
+	tl.require(t, map[Deadline]int{DeadlineChunk: 1}, nil)
 }
 
 // TestSilentPartialMessages has sixteen peers, each on a channel of its own, begin a
@@ -281,8 +339,10 @@ func TestSilentPartialMessages(t *testing.T) {
 		assembly = 3 * time.Second
 	)
 	budget := NewBudget(total)
+	var tl *tally
 	ts := startServer(t, func(c *ServerConfig) {
 		c.Budget, c.MaxRetainedPerChannel, c.AssemblyTimeout = budget, share, assembly
+		tl = newTally(c)
 	})
 	body := make([]byte, 8192-symBodyOffset)
 	perChannel := share / len(body) // whole chunks within the share
@@ -302,6 +362,9 @@ func TestSilentPartialMessages(t *testing.T) {
 	begun := time.Now()
 	held := int64(silent * perChannel * len(body))
 	require.Eventually(t, func() bool { return budget.Available() == total-held }, 5*time.Second, 5*time.Millisecond)
+	bytes, channels := budget.Held()
+	require.Equal(t, held, bytes)
+	require.EqualValues(t, silent, channels, "each silent peer holds some")
 	codes := make(chan status.Code, silent)
 	for _, h := range peers {
 		go func() { codes <- h.errCode(t, 10*time.Second) }()
@@ -315,6 +378,7 @@ func TestSilentPartialMessages(t *testing.T) {
 	}
 	greedy.write(t, chunks)
 	require.Equal(t, status.BadTcpMessageTooLarge, greedy.errCode(t, 5*time.Second))
+	tl.require(t, nil, map[Overdraft]int{OverShare: 1})
 
 	// A legitimate request of five 8 KiB chunks.
 	l, err := dialLegit(t, ts.addr, 8192)
@@ -333,6 +397,10 @@ func TestSilentPartialMessages(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(begun), assembly-200*time.Millisecond)
 	require.Eventually(t, func() bool { return budget.Available() == total }, 5*time.Second, 5*time.Millisecond)
 	l.read(t, strings.Repeat("M", 40000))
+	tl.require(t, map[Deadline]int{DeadlineAssembly: silent}, map[Overdraft]int{OverShare: 1})
+	bytes, channels = budget.Held()
+	require.Zero(t, bytes)
+	require.Zero(t, channels)
 }
 
 // TestAcknowledgeOffersTheShare checks that Serve offers no MaxMessageSize beyond the
@@ -366,8 +434,10 @@ func TestShareOnAConnAcceptedElsewhere(t *testing.T) {
 	t.Parallel()
 	ids(t)
 	budget := NewBudget(1 << 20)
-	srv, err := NewServer(ServerConfig{Security: []SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}},
-		Budget: budget, MaxRetainedPerChannel: 20000}, HandlerFunc(echoHandler))
+	cfg := ServerConfig{Security: []SecurityConfig{{PolicyURI: policy.URINone, Mode: ua.MessageSecurityModeNone}},
+		Budget: budget, MaxRetainedPerChannel: 20000}
+	tl := newTally(&cfg)
+	srv, err := NewServer(cfg, HandlerFunc(echoHandler))
 	require.NoError(t, err)
 	cconn, sconn := connPair(t)
 	served := make(chan error, 1)
@@ -383,6 +453,7 @@ func TestShareOnAConnAcceptedElsewhere(t *testing.T) {
 	requireChannelError(t, cc, status.BadTcpNotEnoughResources)
 	require.ErrorIs(t, <-served, status.BadTcpNotEnoughResources)
 	require.Equal(t, int64(1<<20), budget.Available())
+	tl.require(t, nil, map[Overdraft]int{OverShare: 1})
 }
 
 // endings records the error each channel ended with (ChannelEnder).
@@ -425,9 +496,11 @@ func TestPeerThatStopsReading(t *testing.T) {
 		}
 		respondErr <- nil
 	}}
+	var tl *tally
 	ts := startServerFor(t, func(c *ServerConfig) {
 		c.UACP.WriteTimeout = writeTimeout
 		c.MaxSendBacklog = 1 << 30
+		tl = newTally(c)
 	}, e)
 	l, err := dialLegit(t, ts.addr, 1<<16)
 	require.NoError(t, err)
@@ -455,5 +528,6 @@ func TestPeerThatStopsReading(t *testing.T) {
 			return false
 		}
 	}, 5*time.Second, 5*time.Millisecond, "the channel ends with the write's timeout")
+	tl.require(t, map[Deadline]int{DeadlineWrite: 1}, nil)
 	l.read(t, "after")
 }

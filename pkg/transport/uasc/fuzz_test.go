@@ -54,6 +54,8 @@ func FuzzReassemble(f *testing.F) {
 		const budgetBytes = 1 << 16
 		budget := NewBudget(budgetBytes)
 		c := noneChannel(budget, maxSize, uint32(maxChunks), int(maxRetained))
+		var reported []Overdraft
+		c.asm.overdrawn = func(o Overdraft) { reported = append(reported, o) }
 		var chunks [][]byte
 		if mode&0x80 != 0 {
 			for b := body; len(b) >= uacp.HeaderSize; {
@@ -89,6 +91,7 @@ func FuzzReassemble(f *testing.F) {
 			}
 		}
 		var got []byte
+		var failed error
 		for _, ch := range chunks {
 			if len(ch) < uacp.HeaderSize+4 {
 				break
@@ -108,15 +111,33 @@ func FuzzReassemble(f *testing.F) {
 				}
 				_ = aborted
 			}
+			if held, channels := budget.Held(); held > 0 {
+				require.EqualValues(t, 1, channels, "the one channel holds %d bytes", held)
+			} else {
+				require.Zero(t, channels)
+			}
 			if err != nil {
 				var code status.Code
 				require.ErrorAs(t, err, &code)
 				require.True(t, code.IsBad())
+				failed = err
 				break
 			}
 		}
 		c.asm.reset()
 		require.Equal(t, int64(budgetBytes), budget.Available(), "budget returned")
+		held, channels := budget.Held()
+		require.Zero(t, held)
+		require.Zero(t, channels, "no channel counted as holding once it gave all back")
+		// A refusal for the share or the budget is reported once, with the error that
+		// ends the channel.
+		require.LessOrEqual(t, len(reported), 1)
+		if len(reported) == 1 {
+			require.Error(t, failed)
+			if reported[0] == OverBudget {
+				require.ErrorIs(t, failed, status.BadTcpNotEnoughResources)
+			}
+		}
 		if mode == 0 && got != nil {
 			require.Equal(t, body, got)
 		}
@@ -127,6 +148,10 @@ func FuzzReassemble(f *testing.F) {
 			overBudget := len(chunks) > 1 && len(body) > budgetBytes
 			overShare := len(chunks) > 1 && maxRetained != 0 && len(body) > int(maxRetained)
 			require.True(t, tooMany || tooBig || overBudget || overShare, "message of %d bytes in %d chunks lost", len(body), len(chunks))
+			if len(reported) == 1 {
+				require.True(t, reported[0] == OverShare && overShare || reported[0] == OverBudget && overBudget,
+					"%v reported for a message of %d bytes in %d chunks", reported[0], len(body), len(chunks))
+			}
 		}
 	})
 }

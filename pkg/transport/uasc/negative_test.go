@@ -258,7 +258,11 @@ func TestLimits(t *testing.T) {
 	t.Run("BudgetSpent", func(t *testing.T) {
 		t.Parallel()
 		budget := NewBudget(100000)
-		ts := startServer(t, func(cfg *ServerConfig) { cfg.Budget = budget })
+		var tl *tally
+		ts := startServer(t, func(cfg *ServerConfig) {
+			cfg.Budget = budget
+			tl = newTally(cfg)
+		})
 		cc, err := dialChannel(t, ts.addr, clientConfig(secure))
 		require.NoError(t, err)
 		_, err = cc.Request(context.Background(), readOf(strings.Repeat("y", 150000)))
@@ -269,6 +273,7 @@ func TestLimits(t *testing.T) {
 		cc2, err := dialChannel(t, ts.addr, clientConfig(secure))
 		require.NoError(t, err)
 		read(t, cc2, 2, strings.Repeat("w", 90000)) // within the budget
+		tl.require(t, nil, map[Overdraft]int{OverBudget: 1})
 	})
 	t.Run("Abort", func(t *testing.T) {
 		t.Parallel()

@@ -16,12 +16,16 @@ import (
 // messages at any one time. A chunk that would overdraw it ends its channel with
 // BadTcpNotEnoughResources. A Budget is safe for concurrent use.
 type Budget struct {
+	size int64
 	left atomic.Int64
+	// holders counts the channels holding some of it: one add when a channel's message
+	// reserves its first bytes, one when it gives them back.
+	holders atomic.Int64
 }
 
 // NewBudget returns a Budget of n bytes.
 func NewBudget(n int64) *Budget {
-	b := new(Budget)
+	b := &Budget{size: n}
 	b.left.Store(n)
 	return b
 }
@@ -29,7 +33,15 @@ func NewBudget(n int64) *Budget {
 // Available returns the bytes not currently reserved.
 func (b *Budget) Available() int64 { return b.left.Load() }
 
-func (b *Budget) reserve(n int) bool {
+// Held returns the bytes the channels hold of the budget and the number of channels
+// holding some: its use, as a metrics layer reports it. The two are read one after the
+// other, not as one snapshot.
+func (b *Budget) Held() (bytes, channels int64) {
+	return b.size - b.left.Load(), b.holders.Load()
+}
+
+// reserve takes n bytes, for a channel that holds none yet when first.
+func (b *Budget) reserve(n int, first bool) bool {
 	if b == nil {
 		return true
 	}
@@ -37,13 +49,43 @@ func (b *Budget) reserve(n int) bool {
 		b.left.Add(int64(n))
 		return false
 	}
+	if first && n > 0 {
+		b.holders.Add(1)
+	}
 	return true
 }
 
+// release gives back all n bytes a channel holds.
 func (b *Budget) release(n int) {
 	if b != nil && n > 0 {
 		b.left.Add(int64(n))
+		b.holders.Add(-1)
 	}
+}
+
+// Overdraft is the bound of the reassembly budget that a chunk would have gone beyond,
+// ending its channel: ServerConfig.Overdrawn hears of each.
+type Overdraft uint8
+
+const (
+	// OverShare: the channel would hold more than ServerConfig.MaxRetainedPerChannel of
+	// the budget, its share. Serve offers no larger MaxMessageSize, so the peer went
+	// beyond that too, and the ERR says BadTcpMessageTooLarge; on a connection accepted
+	// elsewhere it says BadTcpNotEnoughResources.
+	OverShare Overdraft = iota
+	// OverBudget: the Budget that the channels share is spent (BadTcpNotEnoughResources).
+	OverBudget
+)
+
+// String names the bound.
+func (o Overdraft) String() string {
+	switch o {
+	case OverShare:
+		return "share"
+	case OverBudget:
+		return "budget"
+	}
+	return "unknown"
 }
 
 // assembler reassembles the chunks of one message (Part 6 §6.7.2.2). It checks the chunk
@@ -55,6 +97,8 @@ type assembler struct {
 	maxChunks uint32 // 0: no limit
 	// maxRetained is the most the channel may reserve of the budget (0: no limit).
 	maxRetained int
+	// overdrawn, when set, hears of a chunk refused for the share or the budget.
+	overdrawn func(Overdraft)
 	// deadline is when the message being reassembled must be whole; zero when there is
 	// none or no message is begun. The server's read loop sets it and reads by it.
 	deadline  time.Time
@@ -89,14 +133,21 @@ func (a *assembler) add(chunkType byte, requestID uint32, body []byte) (msg []by
 		}
 	}
 	count, size := a.chunks+1, uint64(len(a.buf))+uint64(len(body))
+	overShare := a.maxRetained != 0 && a.reserved+len(body) > a.maxRetained
 	if (a.maxChunks != 0 && count > a.maxChunks) || (a.maxSize != 0 && size > uint64(a.maxSize)) {
+		if overShare {
+			// The share bounds the message size Serve offers: beyond one is beyond both.
+			a.overdraw(OverShare)
+		}
 		return nil, false, false, a.tooLarge(int(size), count)
 	}
-	if a.maxRetained != 0 && a.reserved+len(body) > a.maxRetained {
+	if overShare {
+		a.overdraw(OverShare)
 		return nil, false, false, fmt.Errorf("uasc: message of %d+ bytes over the channel's share of the reassembly budget, %d: %w",
 			size, a.maxRetained, status.BadTcpNotEnoughResources)
 	}
-	if !a.budget.reserve(len(body)) {
+	if !a.budget.reserve(len(body), a.reserved == 0) {
+		a.overdraw(OverBudget)
 		return nil, false, false, fmt.Errorf("uasc: reassembly budget spent: %w", status.BadTcpNotEnoughResources)
 	}
 	a.reserved += len(body)
@@ -106,6 +157,13 @@ func (a *assembler) add(chunkType byte, requestID uint32, body []byte) (msg []by
 		return a.buf, true, false, nil
 	}
 	return nil, false, false, nil
+}
+
+// overdraw tells the overdrawn hook, if any, of a refusal.
+func (a *assembler) overdraw(o Overdraft) {
+	if a.overdrawn != nil {
+		a.overdrawn(o)
+	}
 }
 
 func (a *assembler) tooLarge(size int, count uint32) error {

@@ -105,7 +105,7 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
 		sc.pool = s.cfg.UACP.Pool
 	}
 	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount,
-		maxRetained: s.cfg.MaxRetainedPerChannel}
+		maxRetained: s.cfg.MaxRetainedPerChannel, overdrawn: s.cfg.Overdrawn}
 	sc.maxBacklog = sendBacklog(s.cfg.MaxSendBacklog, sc.neg.MaxSendMessageSize)
 	sc.dec.CacheNodeIds(decodeCachedIDs)
 	// serve is done with each chunk before it reads the next: the assembler copies the
@@ -183,7 +183,12 @@ func (e *readError) Unwrap() error { return e.err }
 func (sc *ServerChannel) serve(ctx context.Context, openBy time.Time) error {
 	ch, err := sc.conn.ReadChunkBefore(openBy)
 	if err != nil {
-		if statusOf(err) == status.BadTimeout && !openBy.IsZero() && !time.Now().Before(openBy) {
+		switch {
+		case statusOf(err) != status.BadTimeout:
+		case errors.Is(err, uacp.ErrChunkTimeout):
+			sc.srv.expired(DeadlineChunk)
+		case !openBy.IsZero() && !time.Now().Before(openBy):
+			sc.srv.expired(DeadlineOpen)
 			err = fmt.Errorf("uasc: no OpenSecureChannel within %v: %w", sc.srv.cfg.OpenTimeout, err)
 		}
 		return &readError{err}
@@ -207,9 +212,16 @@ func (sc *ServerChannel) serve(ctx context.Context, openBy time.Time) error {
 			switch statusOf(err) {
 			case status.BadConnectionClosed:
 				// A write that timed out closed the connection: that is the end's cause.
-				return sc.writeTimedOut()
+				werr := sc.writeTimedOut()
+				if werr != nil {
+					sc.srv.expired(DeadlineWrite)
+				}
+				return werr
 			case status.BadTimeout:
-				if dl := sc.asm.deadline; !dl.IsZero() && !time.Now().Before(dl) {
+				if errors.Is(err, uacp.ErrChunkTimeout) {
+					sc.srv.expired(DeadlineChunk)
+				} else if dl := sc.asm.deadline; !dl.IsZero() && !time.Now().Before(dl) {
+					sc.srv.expired(DeadlineAssembly)
 					err = fmt.Errorf("uasc: message of %d chunks not whole within %v of its first: %w",
 						sc.asm.chunks, sc.srv.cfg.AssemblyTimeout, err)
 				}

@@ -37,6 +37,30 @@ func (c *Config) AdmissionConfig(now func() time.Time) admission.Config {
 	return ac
 }
 
+// SharedOnly reports whether limits.isolationProfile is SharedOnly, which keeps no
+// per-owner shares at any stage.
+func (l Limits) SharedOnly() bool { return l.IsolationProfile == admission.SharedOnly.String() }
+
+// OwnerShareInForce is the part of the session table, the subscriptions and the
+// monitored items that one owner may hold: limits.ownerShare, or 1 (no share) under
+// SharedOnly, whatever ownerShare says.
+func (l Limits) OwnerShareInForce() float64 {
+	if l.SharedOnly() {
+		return 1
+	}
+	return l.OwnerShare
+}
+
+// RetainedPerChannelInForce is one channel's share of the reassembly budget:
+// limits.maxRetainedBytesPerChannel, or under SharedOnly, whatever that says, the whole
+// of limits.maxRetainedBytes.
+func (l Limits) RetainedPerChannelInForce() int {
+	if l.SharedOnly() {
+		return l.MaxRetainedBytes
+	}
+	return l.MaxRetainedBytesPerChannel
+}
+
 // parseAddress parses an IP address or a CIDR network as a prefix; the empty string is
 // the zero prefix.
 func parseAddress(s string) (netip.Prefix, error) {

@@ -168,6 +168,7 @@ type Limits struct {
 	// of each. An owner is the client application of a signed channel (its
 	// certificate's ApplicationUri), otherwise the session, and before activation
 	// the channel. From above 0 to 1; 1 turns the shares off. Default 0.5.
+	// isolationProfile SharedOnly turns them off too, whatever this says.
 	OwnerShare float64 `koanf:"ownerShare"`
 	// Transport deadlines and the reassembly budget (issue 18, deadlines).
 	// HandshakeTimeout bounds each step of opening a channel: the Hello after
@@ -190,6 +191,10 @@ type Limits struct {
 	// accepts (the smaller of it and encoding.maxMessageSize, offered to
 	// clients as MaxMessageSize). Defaults 256 MiB and 8 MiB: sixteen
 	// channels that never finish their requests hold at most half.
+	// isolationProfile SharedOnly keeps no share, whatever
+	// maxRetainedBytesPerChannel says: a channel may hold the whole budget,
+	// and the largest request is the smaller of maxRetainedBytes and
+	// encoding.maxMessageSize.
 	MaxRetainedBytes           int `koanf:"maxRetainedBytes"`
 	MaxRetainedBytesPerChannel int `koanf:"maxRetainedBytesPerChannel"`
 	// Admission and isolation (issue 18): who may connect, establish a session or
@@ -198,6 +203,10 @@ type Limits struct {
 	// IsolationProfile is SharedOnly, FairShare, Balanced (the default) or
 	// TrustedReservations (the OPC Foundation .NET stack's profiles; see
 	// internal/admission/RATIONALE.md for what each does at each stage).
+	// SharedOnly has no per-owner shares anywhere: it overrides ownerShare,
+	// maxRetainedBytesPerChannel and maxConnectionsPerSource, set or not (a
+	// profile says how clients share the server; a client of its own share is
+	// what the other profiles are for). Warned about at start-up.
 	IsolationProfile string `koanf:"isolationProfile"`
 	// ConnectionsPerSecond and ConnectionBurst are the token bucket of new
 	// connections at the listener, before any crypto work: beyond it a

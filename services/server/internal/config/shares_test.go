@@ -68,3 +68,38 @@ func TestSharesLoad(t *testing.T) {
 	_, err = Load(nil, []string{"UASTACK_LIMITS_OWNERSHARE=half"})
 	require.ErrorContains(t, err, "ownerShare")
 }
+
+// TestSharedOnlyShares: under SharedOnly no per-owner share is in force, whatever
+// limits.ownerShare and limits.maxRetainedBytesPerChannel say, and the start-up warns
+// of it; every other profile keeps the configured shares and gives no such warning.
+func TestSharedOnlyShares(t *testing.T) {
+	t.Parallel()
+	for _, profile := range []string{"SharedOnly", "FairShare", "Balanced", "TrustedReservations"} {
+		t.Run(profile, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			c.Limits.IsolationProfile = profile
+			c.Limits.OwnerShare = 0.25
+			c.Limits.MaxRetainedBytes, c.Limits.MaxRetainedBytesPerChannel = 64<<20, 1<<20
+			if profile == "TrustedReservations" {
+				c.Limits.TrustedOwners = []TrustedOwner{{Name: "historian", Address: "10.0.0.7"}}
+			}
+			require.NoError(t, c.Validate())
+			warned := false
+			for _, w := range c.Warnings() {
+				warned = warned || w.Key == "limits.isolationProfile"
+			}
+			if profile == "SharedOnly" {
+				require.True(t, c.Limits.SharedOnly())
+				require.Equal(t, 1.0, c.Limits.OwnerShareInForce(), "no share of sessions, subscriptions, monitored items")
+				require.Equal(t, 64<<20, c.Limits.RetainedPerChannelInForce(), "a channel may hold the whole budget")
+				require.True(t, warned)
+				return
+			}
+			require.False(t, c.Limits.SharedOnly())
+			require.Equal(t, 0.25, c.Limits.OwnerShareInForce())
+			require.Equal(t, 1<<20, c.Limits.RetainedPerChannelInForce())
+			require.False(t, warned)
+		})
+	}
+}

@@ -409,6 +409,9 @@ func (c *Config) Warnings() []Warning {
 	if c.Limits.OwnerShare == 1 {
 		warn("limits.ownerShare", "1 is no per-owner share: one client can take every session, subscription and monitored item the server allows")
 	}
+	if c.Limits.SharedOnly() {
+		warn("limits.isolationProfile", "SharedOnly keeps no per-owner shares: limits.ownerShare, limits.maxRetainedBytesPerChannel and limits.maxConnectionsPerSource do not apply, and one client can take every session, subscription, monitored item and the whole reassembly budget")
+	}
 	for _, d := range []struct {
 		key string
 		v   time.Duration

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/services/server/internal/admission"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
@@ -27,10 +28,16 @@ func (s *Server) buildAdmission() error {
 	}
 	s.admission = ctl
 	s.rejections = telemetry.NewLogLimiter(s.log, rejectionLog)
+	tel := s.tel.Admission()
 	s.sessions.Observe(func(c *session.Change) {
 		if c.Kind == session.Ended {
 			if key, ok := session.TokenKey(c.Record.AuthenticationToken); ok {
 				ctl.SessionEnded(key)
+			}
+			if c.End == session.TimedOut {
+				// Not activated within limits.unactivatedSessionTimeout, or idle past its
+				// session timeout.
+				tel.DeadlineExpired(telemetry.DeadlineSession)
 			}
 		}
 	})
@@ -98,7 +105,9 @@ func (s *Server) admissionRejected(r admission.Rejection) {
 }
 
 // observeAdmission has the telemetry read each stage's use and owners from the admission
-// when metrics are collected.
+// when metrics are collected, and the retained bytes' from the reassembly budget: the
+// bytes the channels hold of it and the channels holding some (a channel is the owner
+// at that stage).
 func (s *Server) observeAdmission() {
 	for stage := range admission.StageCount {
 		s.tel.Admission().ObserveStage(telStages[stage], func() telemetry.StageUsage {
@@ -106,6 +115,38 @@ func (s *Server) observeAdmission() {
 			return telemetry.StageUsage{Used: int64(ss.Used), Owners: int64(ss.Owners)}
 		})
 	}
+	s.tel.Admission().ObserveStage(telemetry.StageRetained, func() telemetry.StageUsage {
+		held, channels := s.retained.Held()
+		return telemetry.StageUsage{Used: held, Owners: channels}
+	})
+}
+
+// telDeadlines are the transport's deadlines as the telemetry names them.
+var telDeadlines = [...]telemetry.Deadline{
+	uasc.DeadlineHello:    telemetry.DeadlineHello,
+	uasc.DeadlineOpen:     telemetry.DeadlineOpen,
+	uasc.DeadlineChunk:    telemetry.DeadlineChunk,
+	uasc.DeadlineAssembly: telemetry.DeadlineAssembly,
+	uasc.DeadlineWrite:    telemetry.DeadlineWrite,
+}
+
+// transportExpired counts a connection the transport ended because a deadline passed
+// (uasc.ServerConfig.Expired). It runs on the connection's goroutine.
+func (s *Server) transportExpired(d uasc.Deadline) {
+	if int(d) < len(telDeadlines) {
+		s.tel.Admission().DeadlineExpired(telDeadlines[d])
+	}
+}
+
+// reassemblyRefused counts a channel the transport ended because a chunk would have
+// overdrawn the reassembly budget (uasc.ServerConfig.Overdrawn): beyond the channel's
+// share is OwnerLimit, the shared budget spent Capacity.
+func (s *Server) reassemblyRefused(o uasc.Overdraft) {
+	reason := telemetry.ReasonCapacity
+	if o == uasc.OverShare {
+		reason = telemetry.ReasonOwnerLimit
+	}
+	s.tel.Admission().Rejected(telemetry.StageRetained, reason)
 }
 
 // admitConnection is the listener's admission (uasc.ServerConfig.Admit), counted.

@@ -21,9 +21,9 @@ import (
 
 // TestTransportDeadlinesFromConfig checks that the limits.* transport settings reach the
 // channels: peers that send a Hello and then nothing fill limits.maxChannelCount, the
-// Acknowledge they get offers limits.maxRetainedBytesPerChannel as MaxMessageSize, each
-// gets an ERR Bad_Timeout once limits.handshakeTimeout has passed, and then a gopcua
-// client connects and reads.
+// Acknowledge they get offers limits.maxRetainedBytes as MaxMessageSize (under SharedOnly
+// a channel's share is the whole budget), each gets an ERR Bad_Timeout once
+// limits.handshakeTimeout has passed, and then a gopcua client connects and reads.
 func TestTransportDeadlinesFromConfig(t *testing.T) {
 	t.Parallel()
 	const channels, handshake, share = 4, 500 * time.Millisecond, 100000
@@ -31,7 +31,7 @@ func TestTransportDeadlinesFromConfig(t *testing.T) {
 		c.Limits.MaxChannelCount = channels
 		c.Limits.IsolationProfile = "SharedOnly" // no reserves: the peers can take every slot
 		c.Limits.HandshakeTimeout = handshake
-		c.Limits.MaxRetainedBytesPerChannel = share
+		c.Limits.MaxRetainedBytes, c.Limits.MaxRetainedBytesPerChannel = share, share
 	}})
 	addr := strings.TrimPrefix(ts.URL, "opc.tcp://")
 	start := time.Now()

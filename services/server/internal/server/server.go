@@ -81,7 +81,9 @@ type Server struct {
 	events       *events
 	demo         *demo.Demo // nil when the demo namespace is off
 	channels     *uasc.Server
-	startTime    codec.DateTime
+	// retained is the reassembly budget the channels share (limits.maxRetainedBytes).
+	retained  *uasc.Budget
+	startTime codec.DateTime
 
 	// admission decides who may connect, establish a session and queue requests, and
 	// how clients share each stage (limits.isolationProfile).
@@ -229,6 +231,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err := s.instrument(s.tel.Meter()); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
+	s.retained = reassemblyBudget(cfg)
 	s.observeAdmission()
 	if err := s.diag.Install(s.space); err != nil {
 		return nil, err
@@ -265,10 +268,12 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		Refused:         s.refused,
 		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
 		// transport deadlines and the reassembly budget
-		Budget:                reassemblyBudget(cfg),
-		MaxRetainedPerChannel: cfg.Limits.MaxRetainedBytesPerChannel,
+		Budget:                s.retained,
+		MaxRetainedPerChannel: retainedPerChannel(cfg),
 		OpenTimeout:           cfg.Limits.HandshakeTimeout,
 		AssemblyTimeout:       noBound(cfg.Limits.AssemblyTimeout),
+		Expired:               s.transportExpired,
+		Overdrawn:             s.reassemblyRefused,
 	}, connHandler{s})
 	if err != nil {
 		return nil, fmt.Errorf("secure channel server: %w", err)
@@ -303,24 +308,33 @@ func uacpConfig(cfg *config.Config) uacp.ServerConfig {
 	}
 }
 
-// reassemblyBudget is the budget of limits.maxRetainedBytes; nil (uasc's default) for a
+// reassemblyBudget is the budget of limits.maxRetainedBytes, uasc's default for a
 // configuration that names none.
 func reassemblyBudget(cfg *config.Config) *uasc.Budget {
 	if cfg.Limits.MaxRetainedBytes <= 0 {
-		return nil
+		return uasc.NewBudget(uasc.DefaultBudget)
 	}
 	return uasc.NewBudget(int64(cfg.Limits.MaxRetainedBytes))
+}
+
+// retainedPerChannel is one channel's share of the reassembly budget: the
+// limits.maxRetainedBytesPerChannel in force (under SharedOnly the whole budget), uasc's
+// default for a configuration that names none.
+func retainedPerChannel(cfg *config.Config) int {
+	if share := cfg.Limits.RetainedPerChannelInForce(); share > 0 {
+		return share
+	}
+	if cfg.Limits.SharedOnly() {
+		return uasc.DefaultBudget
+	}
+	return uasc.DefaultMaxRetainedPerChannel
 }
 
 // maxRequestMessageSize is the largest request the channels accept, as their Acknowledge
 // offers it: encoding.maxMessageSize, or a channel's share of the reassembly budget when
 // that is smaller.
 func maxRequestMessageSize(cfg *config.Config) uint32 {
-	share := cfg.Limits.MaxRetainedBytesPerChannel
-	if share <= 0 {
-		share = uasc.DefaultMaxRetainedPerChannel
-	}
-	return uint32(min(cfg.Encoding.MaxMessageSize, share))
+	return uint32(min(cfg.Encoding.MaxMessageSize, retainedPerChannel(cfg)))
 }
 
 // noBound turns a setting's 0, no bound, into the transport's negative; zero there
@@ -397,8 +411,8 @@ func (s *Server) buildSubscriptions() {
 		MaxSamplingInterval:              c.MaxSamplingInterval,
 		MaxQueueSize:                     uint32(c.MaxQueueSize),
 		RetransmissionQueueSize:          c.RetransmissionQueueSize,
-		MaxSubscriptionsPerOwner:         owner.Share(l.MaxSubscriptionCount, l.OwnerShare),
-		MaxMonitoredItemsPerOwner:        owner.Share(l.MaxMonitoredItemCount, l.OwnerShare),
+		MaxSubscriptionsPerOwner:         owner.Share(l.MaxSubscriptionCount, l.OwnerShareInForce()),
+		MaxMonitoredItemsPerOwner:        owner.Share(l.MaxMonitoredItemCount, l.OwnerShareInForce()),
 		OrphanLifetime:                   c.OrphanLifetime,
 	}, s.now, sampler{s})
 	s.space.OnChange(s.subs.Changed)
@@ -428,9 +442,9 @@ func (s *Server) buildSubscriptions() {
 }
 
 // sessionLimits are the session table's bounds of l: the table, one owner's share of it
-// and the time a session may stay unactivated.
+// (none under SharedOnly) and the time a session may stay unactivated.
 func sessionLimits(l config.Limits) session.Limits {
-	return session.Limits{MaxSessions: l.MaxSessionCount, MaxPerOwner: owner.Share(l.MaxSessionCount, l.OwnerShare),
+	return session.Limits{MaxSessions: l.MaxSessionCount, MaxPerOwner: owner.Share(l.MaxSessionCount, l.OwnerShareInForce()),
 		UnactivatedTimeout: l.UnactivatedSessionTimeout}
 }
 

@@ -106,7 +106,8 @@ const (
 	DeadlineAssembly
 	// DeadlineWrite: a peer did not take an answer off the socket in time.
 	DeadlineWrite
-	// DeadlineSession: a session was not activated in time.
+	// DeadlineSession: a session ended because it timed out: not activated in time, or
+	// idle past its session timeout.
 	DeadlineSession
 	deadlineCount
 )
