@@ -8,6 +8,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Pending is a request handed to the request queue: it is answered once, by its job, by
@@ -51,6 +52,27 @@ func (p *Pending) timeout() {
 // Done reports whether the request was answered (or timed out) already, so that work
 // that finds it so can be skipped.
 func (p *Pending) Done() bool { return p.answered.Load() }
+
+// Guard returns f, guarded: when f panics, the panic is reported
+// (telemetry.PlaceDone) and the request answered with BadInternalError, unless it was
+// answered already. It is for the done callbacks of node managers, which run on their
+// goroutines: f is the answer, built from what the managers returned.
+func (p *Pending) Guard(f func()) func() {
+	return func() {
+		defer p.recovered(telemetry.PlaceDone)
+		f()
+	}
+}
+
+// recovered is deferred where the request's work runs: it recovers from a panic of the
+// work, reports it at place and answers the request with BadInternalError unless it
+// was answered already.
+func (p *Pending) recovered(place telemetry.Place) {
+	if v := recover(); v != nil {
+		p.a.panics.Recovered(place, v)
+		p.Answer(p.a.Fault(p.h, status.BadInternalError))
+	}
+}
 
 // Header returns the ResponseHeader answering the request with result.
 func (p *Pending) Header(result status.Code) ua.ResponseHeader { return p.a.Header(p.h, result) }
