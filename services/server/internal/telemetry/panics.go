@@ -91,29 +91,31 @@ func (p *Panics) Recover(place Place) {
 	}
 }
 
-// Recovered reports v, a panic recovered at place. Call it from the deferred function
-// that recovered v, before that function returns: the line takes the stack then, and
-// it still holds the frames that panicked.
-func (p *Panics) Recovered(place Place, v any) {
-	p.report(place, v, slog.Any("stack", stackNow{}))
+// Recovered reports v, a panic recovered at place; args are added to the log line (a
+// node manager's name). Call it from the deferred function that recovered v, before
+// that function returns: the line takes the stack then, and it still holds the frames
+// that panicked.
+func (p *Panics) Recovered(place Place, v any, args ...any) {
+	p.report(place, v, slog.Any("stack", stackNow{}), args)
 }
 
 // Report reports v, a panic recovered at place whose stack was taken where it was
-// recovered (a channel's encoding, uasc.EncodePanic).
-func (p *Panics) Report(place Place, v any, stack []byte) {
-	p.report(place, v, slog.String("stack", string(stack)))
+// recovered (a channel's encoding, uasc.EncodePanic); args are added to the log line.
+func (p *Panics) Report(place Place, v any, stack []byte, args ...any) {
+	p.report(place, v, slog.String("stack", string(stack)), args)
 }
 
-func (p *Panics) report(place Place, v any, stack slog.Attr) {
+func (p *Panics) report(place Place, v any, stack slog.Attr, args []any) {
 	const msg = "panic recovered; serving on"
+	args = append(args, "place", place.String(), "panic", fmt.Sprint(v), stack)
 	if p == nil {
-		slog.Default().Error(msg, "place", place.String(), "panic", fmt.Sprint(v), stack)
+		slog.Default().Error(msg, args...)
 		return
 	}
 	if place < placeCount {
 		p.counts[place].Add(1)
 	}
-	p.log.Log(context.Background(), slog.LevelError, place.String(), msg, "place", place.String(), "panic", fmt.Sprint(v), stack)
+	p.log.Log(context.Background(), slog.LevelError, place.String(), msg, args...)
 }
 
 // Count returns the panics recovered at place.
