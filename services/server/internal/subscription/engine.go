@@ -368,8 +368,9 @@ func (e *Engine) Changed(id codec.NodeId, dv *codec.DataValue) {
 
 // offerLocked queues dv on it when its mode and filter let it through, and marks it for
 // reporting (with the items it triggers) when it reports. A filter that panics on dv
-// (a value of a node manager's Structure whose encoding panics, which the comparison
-// encodes) queues BadInternalError with dv's timestamps in its place.
+// (a value of a node manager's Structure whose encoding panics, comparer.check) queues
+// BadInternalError with dv's timestamps in its place, unless that is the item's last
+// value already.
 func (e *Engine) offerLocked(it *item, dv *codec.DataValue) {
 	if it.mode == ua.MonitoringModeDisabled {
 		return
@@ -378,6 +379,9 @@ func (e *Engine) offerLocked(it *item, dv *codec.DataValue) {
 	case filterDrops:
 		return
 	case filterPanicked:
+		if it.hasLast && it.last.Status == status.BadInternalError && it.last.Value.IsNull() {
+			return
+		}
 		bad := codec.DataValue{Status: status.BadInternalError, SourceTimestamp: dv.SourceTimestamp,
 			ServerTimestamp: dv.ServerTimestamp}
 		dv = &bad

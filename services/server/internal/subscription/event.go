@@ -213,7 +213,8 @@ func (e *Engine) Emit(ev *Event, notifiers ...codec.NodeId) {
 
 // filterEvent runs it's EventFilter on ev: the selected fields when ev passes the where
 // clause. A filter that panics (a field of a node manager's Structure whose encoding
-// panics, which a comparison encodes) is reported, and the item skips ev.
+// panics, which a comparison encodes, or which comparer.check finds among the selected
+// fields) is reported, and the item skips ev.
 func (e *Engine) filterEvent(it *item, ev *Event) (fields []codec.Variant, ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -225,7 +226,11 @@ func (e *Engine) filterEvent(it *item, ev *Event) (fields []codec.Variant, ok bo
 	if !f.where.matches(ev, f.types, &e.cmp) {
 		return nil, false
 	}
-	return f.fields(ev), true
+	fields = f.fields(ev)
+	for i := range fields {
+		e.cmp.check(&fields[i])
+	}
+	return fields, true
 }
 
 // Listening reports whether any event item exists, so that a source can skip building

@@ -36,9 +36,10 @@ func (r *rig) withPanics() *telemetry.Panics {
 	return tel.Panics()
 }
 
-// TestDataChangeFilterPanics: a value whose comparison panics reaches its item as
-// BadInternalError; the item's next value and another item's values are published as
-// before.
+// TestDataChangeFilterPanics: a value whose encoding panics, which the filter tries
+// before the value may reach a queue, reaches its item as BadInternalError (once for
+// two such values in a row); the item's next value and another item's values are
+// published as before.
 func TestDataChangeFilterPanics(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, testLimits())
@@ -51,8 +52,8 @@ func TestDataChangeFilterPanics(t *testing.T) {
 	r.publish() // the initial values
 
 	bad := codec.DataValue{Value: codec.MustVariant(&panicValue{}), SourceTimestamp: 42}
-	r.e.Changed(node(1), &bad) // unlike the last value by type: no comparison
-	r.e.Changed(node(1), &bad) // compared with the last: panics
+	r.e.Changed(node(1), &bad)
+	r.e.Changed(node(1), &bad) // BadInternalError again: no change
 	r.write(2, 7)
 	r.write(1, 8)
 	p := r.publish()
@@ -62,15 +63,16 @@ func TestDataChangeFilterPanics(t *testing.T) {
 	for _, n := range p.got[0].items {
 		byItem[n.ClientHandle] = append(byItem[n.ClientHandle], n.Value)
 	}
-	require.Len(t, byItem[1], 3)
-	require.Equal(t, codec.DataValue{Status: status.BadInternalError}, byItem[1][1], "TimestampsToReturn Neither")
-	require.Equal(t, codec.DoubleVariant(8), byItem[1][2].Value)
+	require.Len(t, byItem[1], 2)
+	require.Equal(t, codec.DataValue{Status: status.BadInternalError}, byItem[1][0], "TimestampsToReturn Neither")
+	require.Equal(t, codec.DoubleVariant(8), byItem[1][1].Value)
 	require.Equal(t, []codec.DataValue{{Value: codec.DoubleVariant(7)}}, byItem[2])
-	require.EqualValues(t, 1, panics.Count(telemetry.PlaceFilter))
+	require.EqualValues(t, 2, panics.Count(telemetry.PlaceFilter))
 }
 
-// TestEventFilterPanics: an event whose field panics in a where clause's comparison is
-// skipped by that item, reported, and the events after it pass as before.
+// TestEventFilterPanics: an event whose field panics, in a where clause's comparison or
+// as a selected field, is skipped by that item and reported; the events after it pass
+// as before.
 func TestEventFilterPanics(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, testLimits())
@@ -81,6 +83,8 @@ func TestEventFilterPanics(t *testing.T) {
 		el(ua.FilterOperatorOr, elem(1), elem(2)),
 		el(ua.FilterOperatorEquals, fld("Message"), lit(codec.MustVariant(&ua.Argument{Name: "x"}))),
 		el(ua.FilterOperatorGreaterThan, fld("Severity"), lit(codec.Int32Variant(0))))
+	// Without a where clause: the poisoned field is selected.
+	r.eventItem(sub, notifierA, 8, 10, true)
 	in := &eventInbox{}
 	r.e.Publish(r.ses, nil, nil, in, time.Time{})
 	poisoned := sevEvent(300)
@@ -90,8 +94,13 @@ func TestEventFilterPanics(t *testing.T) {
 	r.e.Emit(sevEvent(200), notifierA)
 	r.advance(100 * time.Millisecond)
 	require.Len(t, in.events, 1)
-	require.Equal(t, []uint16{100, 200}, severities(in.events[0]))
-	require.EqualValues(t, 1, panics.Count(telemetry.PlaceFilter))
+	byItem := map[uint32][]ua.EventFieldList{}
+	for _, e := range in.events[0] {
+		byItem[e.ClientHandle] = append(byItem[e.ClientHandle], e)
+	}
+	require.Equal(t, []uint16{100, 200}, severities(byItem[7]))
+	require.Equal(t, []uint16{100, 200}, severities(byItem[8]))
+	require.EqualValues(t, 2, panics.Count(telemetry.PlaceFilter))
 }
 
 // panicResponder is a Responder that panics.
