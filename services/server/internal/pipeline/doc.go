@@ -14,7 +14,7 @@
 //
 // A panic is one failed request (issue 18 item 6): a handler that panics on the channel's
 // goroutine, a job that panics on a worker and a done callback guarded with
-// Pending.Guard answer their request with a ServiceFault BadInternalError, unless it
+// Pending.Recover answer their request with a ServiceFault BadInternalError, unless it
 // was answered already, and report the panic (telemetry.Panics); the channel and the
 // worker go on.
 package pipeline

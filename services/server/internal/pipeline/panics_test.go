@@ -39,7 +39,7 @@ func (b *syncBuffer) String() string {
 // BadInternalError carrying its handle, the panic is counted at its place and logged
 // with the stack, and the channel's next request is served. A handler that answered
 // before it panicked is not answered twice, and a done callback that panics on a
-// manager's goroutine (Pending.Guard) answers its request in the same way.
+// manager's goroutine (Pending.Recover) answers its request in the same way.
 func TestHandlerPanics(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
@@ -60,7 +60,10 @@ func TestHandlerPanics(t *testing.T) {
 			case "done":
 				r.Enqueue(1, func(p *Pending) {
 					// A manager that completes from a goroutine of its own.
-					go p.Guard(func() { panicInHandler() })()
+					go func() {
+						defer p.Recover()
+						panicInHandler()
+					}()
 				})
 			default:
 				r.Respond(&ua.ReadResponse{ResponseHeader: r.ResponseHeader(status.Good)})

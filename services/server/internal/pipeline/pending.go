@@ -53,25 +53,28 @@ func (p *Pending) timeout() {
 // that finds it so can be skipped.
 func (p *Pending) Done() bool { return p.answered.Load() }
 
-// Guard returns f, guarded: when f panics, the panic is reported
-// (telemetry.PlaceDone) and the request answered with BadInternalError, unless it was
-// answered already. It is for the done callbacks of node managers, which run on their
-// goroutines: f is the answer, built from what the managers returned.
-func (p *Pending) Guard(f func()) func() {
-	return func() {
-		defer p.recovered(telemetry.PlaceDone)
-		f()
+// Recover is for the done callbacks of node managers, which may run on the managers'
+// goroutines: deferred directly by the callback (defer p.Recover()), it recovers from a
+// panic of the answer the callback builds, reports it (telemetry.PlaceDone) and answers
+// the request with BadInternalError unless it was answered already.
+func (p *Pending) Recover() {
+	if v := recover(); v != nil {
+		p.failed(telemetry.PlaceDone, v)
 	}
 }
 
-// recovered is deferred where the request's work runs: it recovers from a panic of the
-// work, reports it at place and answers the request with BadInternalError unless it
-// was answered already.
+// recovered is deferred where the request's job runs: Recover, at place.
 func (p *Pending) recovered(place telemetry.Place) {
 	if v := recover(); v != nil {
-		p.a.panics.Recovered(place, v)
-		p.Answer(p.a.Fault(p.h, status.BadInternalError))
+		p.failed(place, v)
 	}
+}
+
+// failed reports v, a panic recovered at place, and answers the request with
+// BadInternalError unless it was answered already.
+func (p *Pending) failed(place telemetry.Place, v any) {
+	p.a.panics.Recovered(place, v)
+	p.Answer(p.a.Fault(p.h, status.BadInternalError))
 }
 
 // Header returns the ResponseHeader answering the request with result.
