@@ -26,6 +26,9 @@ type chunkSource struct {
 	limit   int
 	windows int
 	scratch []byte
+	// panicked is set when the encoding of the message panicked (encodeLocked), for
+	// send to return.
+	panicked *EncodePanic
 }
 
 func (s *chunkSource) NextChunk() []byte {
@@ -81,6 +84,11 @@ func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure
 	if tl, ok := err.(*errTooLarge); ok && tl.short {
 		err = c.encodeLocked(t, requestID, msg, false)
 	}
+	if ep := c.src.panicked; ep != nil {
+		c.src.panicked = nil
+		ep.Type = typeName(msg)
+		err = ep
+	}
 	if err != nil {
 		c.smu.Unlock()
 		return err
@@ -94,7 +102,7 @@ const minFirstWindow = 4 * codec.MinChunkWindow
 
 // encodeLocked encodes, seals and queues msg as described at sendMessage; behind lets its
 // first chunk go behind the last one queued. It must run under smu.
-func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.Structure, behind bool) (err error) {
+func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.Structure, behind bool) error {
 	size := int(c.neg.SendBufferSize)
 	full := c.maxSymBody(size)
 	var b []byte // the first chunk's buffer, holding queued chunks before start
@@ -110,14 +118,11 @@ func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.S
 	c.enc.ResetChunks(b[start+symBodyOffset:start+symBodyOffset:start+symBodyOffset+firstBody], &c.src)
 	defer func() {
 		// A Structure whose encoding panics (a node manager's value) must not leave smu
-		// held: the channel would never send again. The buffers go back, the queue
-		// stays as it was, and the caller learns of it as an error.
+		// held: the channel would never send again. The queue stays as it was, the
+		// buffers taken are left to the collector, and send returns the panic
+		// (c.src.panicked; encodeLocked returns nil then).
 		if v := recover(); v != nil {
-			err = &EncodePanic{Type: typeName(msg), Value: v, Stack: debug.Stack()}
-			c.putAll(c.src.more)
-			if last < 0 {
-				c.pool.Put(b)
-			}
+			c.src.panicked = &EncodePanic{Value: v, Stack: debug.Stack()}
 		}
 		c.enc.Reset(nil) // forgets the windows
 		clear(c.src.more)
@@ -125,8 +130,7 @@ func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.S
 	}()
 	c.enc.Message(msg)
 	bodies := c.enc.Chunks()
-	n := c.enc.Len()
-	err = c.enc.Err()
+	n, err := c.enc.Len(), c.enc.Err()
 	more := c.src.more
 	if err == nil && (c.src.windows > 1+len(more) || (c.neg.MaxSendMessageSize != 0 && uint64(n) > uint64(c.neg.MaxSendMessageSize))) {
 		err = &errTooLarge{size: n, chunks: c.src.windows, short: firstBody < full && c.src.windows > 1}
