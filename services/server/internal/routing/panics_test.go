@@ -13,6 +13,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/addrspace"
+	"uastack.dev/services/server/internal/subscription"
 	"uastack.dev/services/server/internal/telemetry"
 )
 
@@ -155,4 +156,65 @@ func TestHealthPanics(t *testing.T) {
 	require.Len(t, h, 1)
 	require.Equal(t, status.BadInternalError, h[0].Health.Status)
 	require.EqualValues(t, 1, panics.Count(telemetry.PlaceNodeManager))
+}
+
+// watchPanicker is a started Watcher whose first Watch panics.
+type watchPanicker struct {
+	plain
+	host  nodemgr.Host
+	calls atomic.Int32
+}
+
+func (m *watchPanicker) Start(_ context.Context, h nodemgr.Host) error {
+	m.host = h
+	return nil
+}
+
+func (m *watchPanicker) Watch(context.Context, *nodemgr.WatchSet) {
+	if m.calls.Add(1) == 1 {
+		panic("a manager's bug in Watch")
+	}
+}
+
+// panicPushes is where pushes go; a change of node i=1 panics.
+type panicPushes struct{ recorder }
+
+func (p *panicPushes) Changed(c *nodemgr.DataChange) {
+	if c.NodeId.IntID() == 1 {
+		panic("a bug in the delivery of a push")
+	}
+	p.recorder.Changed(c)
+}
+
+// TestWatchAndPushPanics: a Watch that panics does not end the manager's watcher (the
+// next watch set reaches it), and a pushed value whose delivery panics does not keep the
+// next one from its delivery.
+func TestWatchAndPushPanics(t *testing.T) {
+	t.Parallel()
+	m := &watchPanicker{plain: "urn:test:watch"}
+	r, panics := routesOf(t, m)
+	pushes := &panicPushes{}
+	require.NoError(t, r.Start(context.Background(), quiet, time.Now, pushes))
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	ns := nodeIn(t, r, string(m.plain)).Namespace()
+	item := func(id, node uint32) subscription.ItemRecord {
+		return subscription.ItemRecord{ID: id, Item: ua.ReadValueId{NodeId: codec.NewNumericNodeId(ns, node), AttributeId: 13},
+			Mode: ua.MonitoringModeReporting, SamplingInterval: 100 * time.Millisecond, Push: true}
+	}
+	r.SubscriptionChanged(subscription.Change{Kind: subscription.ChangeItemsCreated, Subscription: 1, Items: []subscription.ItemRecord{item(1, 5)}})
+	require.Eventually(t, func() bool { return m.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	r.SubscriptionChanged(subscription.Change{Kind: subscription.ChangeItemsCreated, Subscription: 1, Items: []subscription.ItemRecord{item(2, 6)}})
+	require.Eventually(t, func() bool { return m.calls.Load() == 2 }, 5*time.Second, time.Millisecond, "the watcher goes on")
+	require.EqualValues(t, 1, panics.Count(telemetry.PlaceNodeManager))
+
+	m.host.Notifier().Changed([]nodemgr.DataChange{
+		{NodeId: codec.NewNumericNodeId(ns, 1), AttributeId: 13},
+		{NodeId: codec.NewNumericNodeId(ns, 2), AttributeId: 13},
+	})
+	require.Eventually(t, func() bool {
+		pushes.mu.Lock()
+		defer pushes.mu.Unlock()
+		return len(pushes.changes) == 1 && pushes.changes[0].NodeId.IntID() == 2
+	}, 5*time.Second, time.Millisecond, "the next value is delivered")
+	require.EqualValues(t, 1, panics.Count(telemetry.PlacePush))
 }
