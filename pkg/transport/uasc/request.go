@@ -113,7 +113,9 @@ func (r Request) Recycle() { r.Channel.spare.recycle(r.Message, &r.Channel.dec) 
 
 // Respond sends msg as the response to r. It is safe for concurrent use. A response over
 // the client's MaxMessageSize or MaxChunkCount is replaced by a ServiceFault with
-// BadResponseTooLarge. Errors mean the channel is closed.
+// BadResponseTooLarge. A response whose encoding panics is replaced by a ServiceFault
+// with BadInternalError and reported as an *EncodePanic. Other errors mean the channel
+// is closed.
 func (r Request) Respond(msg codec.Structure) error {
 	return r.Channel.respond(r.RequestID, msg, false)
 }
@@ -204,6 +206,17 @@ func (sc *ServerChannel) respond(requestID uint32, msg codec.Structure, async bo
 	var tl *errTooLarge
 	if errors.As(err, &tl) {
 		return sc.fault(requestID, responseHandle(msg), status.BadResponseTooLarge)
+	}
+	var ep *EncodePanic
+	if errors.As(err, &ep) {
+		// The handle from the header only: encoding msg again would panic again.
+		var handle uint32
+		if r, ok := msg.(ua.Response); ok {
+			handle = r.Header().RequestHandle
+		}
+		if ferr := sc.fault(requestID, handle, status.BadInternalError); ferr != nil {
+			return errors.Join(err, ferr)
+		}
 	}
 	return err
 }

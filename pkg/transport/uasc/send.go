@@ -2,6 +2,7 @@ package uasc
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
@@ -25,6 +26,9 @@ type chunkSource struct {
 	limit   int
 	windows int
 	scratch []byte
+	// panicked is set when the encoding of the message panicked (encodeLocked), for
+	// send to return.
+	panicked *EncodePanic
 }
 
 func (s *chunkSource) NextChunk() []byte {
@@ -80,6 +84,11 @@ func (c *channel) send(t uacp.MessageType, requestID uint32, msg codec.Structure
 	if tl, ok := err.(*errTooLarge); ok && tl.short {
 		err = c.encodeLocked(t, requestID, msg, false)
 	}
+	if ep := c.src.panicked; ep != nil {
+		c.src.panicked = nil
+		ep.Type = typeName(msg)
+		err = ep
+	}
 	if err != nil {
 		c.smu.Unlock()
 		return err
@@ -107,15 +116,22 @@ func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.S
 	firstBody := min(full, c.maxSymBody(cap(b)-start))
 	c.src.c, c.src.maxBody, c.src.limit, c.src.windows = c, full, int(c.neg.MaxSendChunkCount), 1
 	c.enc.ResetChunks(b[start+symBodyOffset:start+symBodyOffset:start+symBodyOffset+firstBody], &c.src)
-	c.enc.Message(msg)
-	bodies := c.enc.Chunks()
-	n, err := c.enc.Len(), c.enc.Err()
-	more := c.src.more
 	defer func() {
+		// A Structure whose encoding panics (a node manager's value) must not leave smu
+		// held: the channel would never send again. The queue stays as it was, the
+		// buffers taken are left to the collector, and send returns the panic
+		// (c.src.panicked; encodeLocked returns nil then).
+		if v := recover(); v != nil {
+			c.src.panicked = &EncodePanic{Value: v, Stack: debug.Stack()}
+		}
 		c.enc.Reset(nil) // forgets the windows
 		clear(c.src.more)
 		c.src.more, c.src.scratch = c.src.more[:0], nil
 	}()
+	c.enc.Message(msg)
+	bodies := c.enc.Chunks()
+	n, err := c.enc.Len(), c.enc.Err()
+	more := c.src.more
 	if err == nil && (c.src.windows > 1+len(more) || (c.neg.MaxSendMessageSize != 0 && uint64(n) > uint64(c.neg.MaxSendMessageSize))) {
 		err = &errTooLarge{size: n, chunks: c.src.windows, short: firstBody < full && c.src.windows > 1}
 	} else if err != nil {
@@ -154,6 +170,35 @@ func (c *channel) encodeLocked(t uacp.MessageType, requestID uint32, msg codec.S
 		c.pending = append(c.pending, cb)
 	}
 	return nil
+}
+
+// EncodePanic is the error of a message whose encoding panicked: a value of a
+// Structure of another package whose EncodeBinary panics, typically. Nothing of the
+// message was sent, and the channel goes on. A server's Request.Respond that returns it
+// has answered the request with a ServiceFault BadInternalError in the message's place.
+type EncodePanic struct {
+	// Type names the message's type.
+	Type string
+	// Value is what the encoding panicked with, Stack the stack where it did.
+	Value any
+	Stack []byte
+}
+
+func (e *EncodePanic) Error() string {
+	return fmt.Sprintf("uasc: encoding %s panicked: %v", e.Type, e.Value)
+}
+
+// Unwrap returns BadInternalError: the fault the request was answered with.
+func (e *EncodePanic) Unwrap() error { return status.BadInternalError }
+
+// typeName names msg's type for an EncodePanic, even when its TypeInfo panics too.
+func typeName(msg codec.Structure) (name string) {
+	defer func() {
+		if recover() != nil {
+			name = fmt.Sprintf("%T", msg)
+		}
+	}()
+	return msg.TypeInfo().Name
 }
 
 // putAll returns chunk buffers to the pool.

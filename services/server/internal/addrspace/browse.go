@@ -18,7 +18,12 @@ var hasTypeDefinition = codec.NewNumericNodeId(0, 40)
 // caller may pass slices to reuse. A View other than the null view is BadViewIdUnknown
 // unless it names a View node, which is not yet used to filter.
 func (s *Space) Browse(_ context.Context, op *nodemgr.BrowseOp, done func()) {
-	defer done()
+	s.browseAll(op)
+	done()
+}
+
+// browseAll answers op under the read lock.
+func (s *Space) browseAll(op *nodemgr.BrowseOp) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	viewBad := false

@@ -8,6 +8,7 @@ import (
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Compile-time guard: a Space answers method calls.
@@ -107,27 +108,44 @@ func (s *Space) AddMethod(object codec.NodeId, method Node, inputArgs, outputArg
 // without a handler) and the input arguments against the InputArguments Property
 // (BadArgumentsMissing, BadTooManyArguments, or BadInvalidArgument with BadTypeMismatch
 // in InputArgumentResults for each argument of the wrong DataType or ValueRank), then
-// runs the handler. Handlers run one after another on the caller's goroutine.
+// runs the handler. Handlers run one after another on the caller's goroutine; one that
+// panics is BadInternalError for its item (telemetry.PlaceAddressSpace).
 func (s *Space) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
-	defer done()
 	for i := range op.Items {
 		op.Results[i] = s.callOne(ctx, &op.Items[i])
 	}
+	done()
 }
 
 func (s *Space) callOne(ctx context.Context, req *ua.CallMethodRequest) ua.CallMethodResult {
-	s.mu.RLock()
-	fn, res := s.checkCallLocked(req)
-	s.mu.RUnlock()
+	fn, res := s.checkCall(req)
 	if res.StatusCode != status.Good {
 		return res
 	}
-	out, code := fn(ctx, req.ObjectId, req.InputArguments)
+	out, code := s.run(ctx, fn, req)
 	res.StatusCode = code
 	if code.IsGood() {
 		res.OutputArguments = out
 	}
 	return res
+}
+
+// checkCall is checkCallLocked under the read lock.
+func (s *Space) checkCall(req *ua.CallMethodRequest) (MethodHandler, ua.CallMethodResult) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.checkCallLocked(req)
+}
+
+// run runs the handler fn of req; one that panics is BadInternalError.
+func (s *Space) run(ctx context.Context, fn MethodHandler, req *ua.CallMethodRequest) (out []codec.Variant, code status.Code) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.panics.Recovered(telemetry.PlaceAddressSpace, v, "method", req.MethodId.String())
+			out, code = nil, status.BadInternalError
+		}
+	}()
+	return fn(ctx, req.ObjectId, req.InputArguments)
 }
 
 // checkCallLocked checks req and returns the handler to run; res.StatusCode is Good when

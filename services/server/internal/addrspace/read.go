@@ -21,9 +21,10 @@ var (
 // Read answers op (Part 4 §5.10.2) and calls done before returning. Results[i] is
 // overwritten for every item; a Value read of a scalar does not allocate. Values are
 // always current, so MaxAge needs no device read. Results share array values with the
-// store; the caller must not modify them.
+// store; the caller must not modify them. A value computed at read time (SetValueFunc)
+// that panics is BadInternalError (telemetry.PlaceAddressSpace); a Read that panics
+// otherwise does not call done, so that half its results are never sent.
 func (s *Space) Read(_ context.Context, op *nodemgr.ReadOp, done func()) {
-	defer done()
 	ts := op.Timestamps
 	var bad status.Code
 	switch {
@@ -36,21 +37,29 @@ func (s *Space) Read(_ context.Context, op *nodemgr.ReadOp, done func()) {
 		for i := range op.Items {
 			op.Results[i] = codec.DataValue{Status: bad}
 		}
+		done()
 		return
 	}
 	now := op.Now
 	if now == 0 {
 		now = codec.Now()
 	}
-	miss := false
+	if s.readAll(op, ts, now) {
+		s.cacheValues(op.Items)
+	}
+	done()
+}
+
+// readAll reads op's items under the read lock, released by a deferred call so that a
+// panic leaves the store usable; it reports whether a namespace 0 value was decoded
+// that is not cached yet.
+func (s *Space) readAll(op *nodemgr.ReadOp, ts ua.TimestampsToReturn, now codec.DateTime) (miss bool) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for i := range op.Items {
 		miss = s.readLocked(&op.Items[i], &op.Results[i], ts, now, op.Principal.Roles) || miss
 	}
-	s.mu.RUnlock()
-	if miss {
-		s.cacheValues(op.Items)
-	}
+	return miss
 }
 
 // cacheValues keeps the decoded namespace 0 values of the Value reads in items, so
@@ -122,7 +131,7 @@ func (s *Space) readLocked(item *ua.ReadValueId, dv *codec.DataValue, ts ua.Time
 	if p := v.value(); p != nil {
 		*dv = *p
 	} else if v.computed() {
-		*dv = v.e.source(now)
+		*dv = s.compute(v.e.source, now)
 	} else if v.n == nil && v.tab.HasValue() {
 		// Not yet decoded: decode into a local copy; a later SetValue or Write caches it.
 		val, err := v.tab.Value()

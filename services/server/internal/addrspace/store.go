@@ -15,8 +15,10 @@ import (
 	"sync"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/ns0"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Reference is one reference of a node added at run time, as seen from that node.
@@ -81,6 +83,40 @@ type Space struct {
 
 	// start is the SourceTimestamp of values taken from the nodeset.
 	start codec.DateTime
+
+	// panics is told of a ValueFunc, a MethodHandler or an OnChange callback that
+	// panicked (SetPanics).
+	panics *telemetry.Panics
+}
+
+// SetPanics has the Space report to p the panics of the code it calls: a ValueFunc or
+// a MethodHandler that panics answers its item with BadInternalError
+// (telemetry.PlaceAddressSpace), an OnChange callback that panics is skipped
+// (telemetry.PlaceObserver). Call it before serving.
+func (s *Space) SetPanics(p *telemetry.Panics) { s.panics = p }
+
+// compute returns the value fn computes at now; one that panics is BadInternalError.
+func (s *Space) compute(fn ValueFunc, now codec.DateTime) (dv codec.DataValue) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.panics.Recovered(telemetry.PlaceAddressSpace, v)
+			dv = codec.DataValue{Status: status.BadInternalError, ServerTimestamp: now}
+		}
+	}()
+	return fn(now)
+}
+
+// changed tells the OnChange callbacks fns of a new value of id; one that panics is
+// reported and the others are told.
+func (s *Space) changed(fns []func(codec.NodeId, *codec.DataValue), id codec.NodeId, dv *codec.DataValue) {
+	for _, fn := range fns {
+		s.tell(fn, id, dv)
+	}
+}
+
+func (s *Space) tell(fn func(codec.NodeId, *codec.DataValue), id codec.NodeId, dv *codec.DataValue) {
+	defer s.panics.Recover(telemetry.PlaceObserver)
+	fn(id, dv)
 }
 
 // New returns a Space serving namespace 0 and, by name, the namespaces in uris (whose
@@ -183,19 +219,24 @@ func (s *Space) SetValue(id codec.NodeId, dv codec.DataValue) bool {
 	if dv.ServerTimestamp == 0 {
 		dv.ServerTimestamp = now
 	}
+	fns, ok := s.setValue(id, &dv)
+	if ok {
+		s.changed(fns, id, &dv)
+	}
+	return ok
+}
+
+// setValue stores dv as the Value of id under the lock and returns the OnChange
+// callbacks to tell, or false as SetValue does.
+func (s *Space) setValue(id codec.NodeId, dv *codec.DataValue) ([]func(codec.NodeId, *codec.DataValue), bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	v, ok := s.lookupLocked(id)
 	if !ok || (v.class() != ua.NodeClassVariable && v.class() != ua.NodeClassVariableType) || v.computed() {
-		s.mu.Unlock()
-		return false
+		return nil, false
 	}
-	s.storeLocked(id, &dv)
-	fns := s.onChange
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn(id, &dv)
-	}
-	return true
+	s.storeLocked(id, dv)
+	return s.onChange, true
 }
 
 // SetTypedValue is SetValue for a value that must also fit the Variable's DataType and

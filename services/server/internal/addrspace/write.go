@@ -15,24 +15,27 @@ import (
 // Description are writable where its WriteMask allows. OnChange callbacks run after
 // the store's lock is released, before done.
 func (s *Space) Write(_ context.Context, op *nodemgr.WriteOp, done func()) {
-	defer done()
 	now := codec.Now()
 	for i := range op.Items {
 		op.Results[i] = s.writeOne(&op.Items[i], now, op.Principal.Roles)
 	}
+	done()
 }
 
 func (s *Space) writeOne(w *ua.WriteValue, now codec.DateTime, roles []codec.NodeId) status.Code {
-	s.mu.Lock()
-	c, dv := s.writeLocked(w, now, roles)
-	fns := s.onChange
-	s.mu.Unlock()
+	c, dv, fns := s.write(w, now, roles)
 	if c == status.Good && dv != nil {
-		for _, fn := range fns {
-			fn(w.NodeId, dv)
-		}
+		s.changed(fns, w.NodeId, dv)
 	}
 	return c
+}
+
+// write applies w under the lock and returns the OnChange callbacks to tell.
+func (s *Space) write(w *ua.WriteValue, now codec.DateTime, roles []codec.NodeId) (status.Code, *codec.DataValue, []func(codec.NodeId, *codec.DataValue)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, dv := s.writeLocked(w, now, roles)
+	return c, dv, s.onChange
 }
 
 // writeLocked applies w for a principal with roles; s.mu must be held for writing. It

@@ -9,6 +9,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Answerer sends the answers of requests and tells an observer of each (the diagnostics
@@ -19,16 +20,17 @@ type Answerer struct {
 	log     *slog.Logger
 	observe func(req, resp codec.Structure)
 	served  func(req uasc.Request)
+	panics  *telemetry.Panics
 }
 
 // Respond sends msg in answer to req; a failure means the channel is gone, which the
-// channel's own goroutine reports.
+// channel's own goroutine reports, or that msg's encoding panicked (notSent).
 func (a *Answerer) Respond(req uasc.Request, msg codec.Structure) {
 	if a.observe != nil {
 		a.observe(req.Message, msg)
 	}
 	if err := req.Respond(msg); err != nil {
-		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+		a.notSent(req, err)
 	} else if a.served != nil {
 		a.served(req)
 	}
@@ -42,10 +44,21 @@ func (a *Answerer) RespondNoWait(req uasc.Request, msg codec.Structure) {
 		a.observe(req.Message, msg)
 	}
 	if err := req.RespondNoWait(msg); err != nil {
-		a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
+		a.notSent(req, err)
 	} else if a.served != nil {
 		a.served(req)
 	}
+}
+
+// notSent tells of an answer that was not sent: a panic in its encoding, which the
+// channel answered with BadInternalError in its stead (uasc.EncodePanic), is reported
+// with its stack; otherwise the channel is gone.
+func (a *Answerer) notSent(req uasc.Request, err error) {
+	if ep, ok := errors.AsType[*uasc.EncodePanic](err); ok {
+		a.panics.Report(telemetry.PlaceEncode, ep.Value, ep.Stack)
+		return
+	}
+	a.log.Debug("response not sent", "channel", req.Channel.ID(), "err", err)
 }
 
 // Header returns the ResponseHeader answering h with result, now.

@@ -11,4 +11,10 @@
 // queue: session establishment (RSA, password hashing), and the operations that reach a
 // node manager which may wait (the routing decides, per request). A parked request holds
 // no worker: a node manager completes through its done callback.
+//
+// A panic is one failed request (issue 18 item 6): a handler that panics on the channel's
+// goroutine, a job that panics on a worker and a done callback guarded with
+// Pending.Recover answer their request with a ServiceFault BadInternalError, unless it
+// was answered already, and report the panic (telemetry.Panics); the channel and the
+// worker go on.
 package pipeline

@@ -8,6 +8,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Pending is a request handed to the request queue: it is answered once, by its job, by
@@ -51,6 +52,30 @@ func (p *Pending) timeout() {
 // Done reports whether the request was answered (or timed out) already, so that work
 // that finds it so can be skipped.
 func (p *Pending) Done() bool { return p.answered.Load() }
+
+// Recover is for the done callbacks of node managers, which may run on the managers'
+// goroutines: deferred directly by the callback (defer p.Recover()), it recovers from a
+// panic of the answer the callback builds, reports it (telemetry.PlaceDone) and answers
+// the request with BadInternalError unless it was answered already.
+func (p *Pending) Recover() {
+	if v := recover(); v != nil {
+		p.failed(telemetry.PlaceDone, v)
+	}
+}
+
+// recovered is deferred where the request's job runs: Recover, at place.
+func (p *Pending) recovered(place telemetry.Place) {
+	if v := recover(); v != nil {
+		p.failed(place, v)
+	}
+}
+
+// failed reports v, a panic recovered at place, and answers the request with
+// BadInternalError unless it was answered already.
+func (p *Pending) failed(place telemetry.Place, v any) {
+	p.a.panics.Recovered(place, v)
+	p.Answer(p.a.Fault(p.h, status.BadInternalError))
+}
 
 // Header returns the ResponseHeader answering the request with result.
 func (p *Pending) Header(result status.Code) ua.ResponseHeader { return p.a.Header(p.h, result) }

@@ -17,6 +17,7 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/admission"
 	"uastack.dev/services/server/internal/session"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Service is one row of the service table: a service (Part 4 §5) the server answers.
@@ -60,20 +61,32 @@ type Request[C any] struct {
 	// ch is the pipeline's state of the channel, set once by Open; nil for a Request
 	// made by Pipeline.Request.
 	ch *Channel[C]
+	// answered says the handler answered the request or handed it on (Respond, Send,
+	// Enqueue, Handed): a panic after it does not answer it again.
+	answered bool
 }
 
 // Respond sends msg in answer to r.
-func (r *Request[C]) Respond(msg codec.Structure) { r.p.Respond(r.Req, msg) }
+func (r *Request[C]) Respond(msg codec.Structure) {
+	r.answered = true
+	r.p.Respond(r.Req, msg)
+}
 
 // Send is Respond for an answer the caller counted itself (the inline Read): it is not
 // observed, but told to Config.Served.
 func (r *Request[C]) Send(msg codec.Structure) {
+	r.answered = true
 	if err := r.Req.Respond(msg); err != nil {
-		r.p.log.Debug("response not sent", "channel", r.Req.Channel.ID(), "err", err)
+		r.p.notSent(r.Req, err)
 	} else if r.p.served != nil {
 		r.p.served(r.Req)
 	}
 }
+
+// Handed tells the pipeline that the handler handed the request to what answers it
+// later (a Publish parked in the subscription engine): should the handler panic after
+// it, the pipeline does not answer the request itself.
+func (r *Request[C]) Handed() { r.answered = true }
 
 // Fault returns a ServiceFault answering r with code.
 func (r *Request[C]) Fault(code status.Code) *ua.ServiceFault { return r.p.Fault(*r.Header, code) }
@@ -94,6 +107,7 @@ func (r *Request[C]) Now() time.Time { return r.now }
 // answered with BadServerTooBusy and a RetryAfterMs hint. See Pipeline.enqueue.
 func (r *Request[C]) Enqueue(cost int, job func(*Pending)) {
 	p := r.p
+	r.answered = true
 	key, _ := session.TokenKey(r.Header.AuthenticationToken)
 	j := Job{Owner: Owner{Channel: r.Req.Channel.ID(), Session: key}, Key: admission.SessionOwner(key), Cost: cost, Stage: StageService}
 	var held hold
@@ -193,6 +207,9 @@ type Config struct {
 	// (admission.StageParked); the Queue applies its admission.StageQueue. Without it
 	// only the queue's capacity bounds the work.
 	Admission *admission.Controller
+	// Panics counts and logs the panics of handlers and jobs the pipeline recovers from
+	// (nil: logged only).
+	Panics *telemetry.Panics
 }
 
 // Pipeline dispatches the requests of a server's channels through its service table.
@@ -215,7 +232,7 @@ type Pipeline[C any] struct {
 // New returns a pipeline that answers the services of table, one row per request type.
 func New[C any](cfg Config, table []Service[C]) (*Pipeline[C], error) {
 	p := &Pipeline[C]{
-		Answerer: Answerer{now: cfg.Now, log: cfg.Log, observe: cfg.Answered, served: cfg.Served},
+		Answerer: Answerer{now: cfg.Now, log: cfg.Log, observe: cfg.Answered, served: cfg.Served, panics: cfg.Panics},
 		sessions: cfg.Sessions,
 		queue:    cfg.Queue,
 		rows:     make(map[*codec.TypeInfo]*Service[C], len(table)),
@@ -261,9 +278,17 @@ func (ch *Channel[C]) RepeatRecycled() bool { return ch.p.repeat }
 
 // Handle is the request handling of a channel opened with Open, on its reading
 // goroutine: it finds the request's row (BadServiceUnsupported for none), asks Admit,
-// checks the session and runs the handler, inline or through the queue.
+// checks the session and runs the handler, inline or through the queue. A handler that
+// panics is one failed request: the panic is reported (telemetry.PlaceHandler) and the
+// request, unless the handler answered it already, answered with a ServiceFault
+// BadInternalError; the channel reads its next request.
 func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 	p := ch.p
+	// What recovered needs is in the channel's Request from the start, so that the
+	// deferred call copies nothing: a few nanoseconds, no allocation, on the inline
+	// Read's path (server/RATIONALE.md).
+	ch.req.Req, ch.req.answered = req, false
+	defer ch.recovered()
 	ti, row := req.Message.TypeInfo(), ch.lastRow
 	if ti != ch.last {
 		row = p.rows[ti]
@@ -283,7 +308,7 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 	// Field by field: a composite literal stored through r would be copied with the
 	// write barriers of a bulk move, for every request.
 	r := &ch.req
-	r.Ctx, r.Req, r.Header, r.Principal, r.Conn, r.now, r.p = ctx, req, h, nil, ch.conn, p.TimeOf(req), p
+	r.Ctx, r.Header, r.Principal, r.Conn, r.now, r.p = ctx, h, nil, ch.conn, p.TimeOf(req), p
 	if row.Session {
 		principal, code := p.sessions.PrincipalAt(h.AuthenticationToken, req.Channel.ID(), r.now, &ch.Memory)
 		if code != status.Good {
@@ -313,6 +338,22 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 		p.Respond(req, row.Answer(r))
 	default:
 		row.Serve(r)
+	}
+}
+
+// recovered is deferred by Handle: it recovers from a panic of the handling of the
+// channel's request, reports it and answers the request with BadInternalError unless
+// the handler answered it (or handed it on) before it panicked.
+func (ch *Channel[C]) recovered() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	p, req := ch.p, ch.req.Req
+	p.panics.Recovered(telemetry.PlaceHandler, v)
+	if !ch.req.answered {
+		ch.req.answered = true
+		p.Respond(req, p.Fault(ua.RequestHeaderOf(req.Message), status.BadInternalError))
 	}
 }
 
@@ -366,7 +407,8 @@ const timeoutGrace = 50 * time.Millisecond
 // request is answered with a ServiceFault BadServerTooBusy carrying a RetryAfterMs hint;
 // after Close the answer is BadShutdown. The request holds held until it is answered
 // (or its channel ends). run gets the pending request and answers it with
-// Pending.Answer; it must not wait on I/O (see Job).
+// Pending.Answer; it must not wait on I/O (see Job). A run that panics answers the
+// request with BadInternalError (telemetry.PlaceWorker).
 func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.RequestHeader, j Job, held hold, run func(*Pending)) {
 	pd := &Pending{a: &p.Answerer, req: req, h: h}
 	if h.TimeoutHint > 0 {
@@ -394,6 +436,7 @@ func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.Reques
 	}
 	j.Run = func() {
 		if !pd.Done() {
+			defer pd.recovered(telemetry.PlaceWorker)
 			run(pd)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/session"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // testConn is a channel's state in the tests.
@@ -48,10 +49,17 @@ type rig struct {
 // pipeline's Admit.
 func newRig(t *testing.T, table []Service[*testConn], admit func(uasc.Request, *Service[*testConn]) status.Code) *rig {
 	t.Helper()
+	return newRigWith(t, table, admit, nil)
+}
+
+// newRigWith is newRig with the pipeline's and the queue's panics counted into panics.
+func newRigWith(t *testing.T, table []Service[*testConn], admit func(uasc.Request, *Service[*testConn]) status.Code, panics *telemetry.Panics) *rig {
+	t.Helper()
 	r := &rig{sessions: session.New(10, time.Now)}
 	q := NewQueue(4, 1, 2, time.Now)
+	q.panics = panics
 	p, err := New(Config{Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sessions: r.sessions, Queue: q,
-		Answered: func(req, resp codec.Structure) { r.answered.Add(1) }}, table)
+		Answered: func(req, resp codec.Structure) { r.answered.Add(1) }, Panics: panics}, table)
 	require.NoError(t, err)
 	p.Admit = admit
 	r.p = p

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"uastack.dev/services/server/internal/admission"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Bounds of the RetryAfterMs hint of a BadServerTooBusy answer: at least RetryAfterMin so
@@ -87,6 +88,9 @@ type QueueConfig struct {
 	// Weight returns an owner's turns against an ordinary owner's one; nil is 1 for
 	// every owner.
 	Weight func(admission.Owner) int
+	// Panics counts and logs the panics of jobs, which a worker recovers from
+	// (telemetry.PlaceWorker); nil logs them only.
+	Panics *telemetry.Panics
 }
 
 // Queue is the request queue and its workers (DESIGN.md "How a request flows", step 5):
@@ -104,6 +108,7 @@ type Queue struct {
 	fair           bool
 	sessionWorkers int
 	weight         func(admission.Owner) int
+	panics         *telemetry.Panics
 
 	mu sync.Mutex // guards slots, free, n, seq, byStage, lanes, turn, running, idle, sessionsRunning, closed, lastTake, backlog, interval
 	// wake is signalled once per job queued while a worker idles, and broadcast by close.
@@ -159,7 +164,7 @@ func NewQueue(capacity, min, max int, now func() time.Time) *Queue {
 // cfg.SessionCapacity of session jobs, served by cfg.Min to cfg.Max workers.
 func NewQueueWith(cfg QueueConfig) *Queue {
 	q := newQueue(cfg, cfg.Ledger.Capacity()+cfg.SessionCapacity)
-	q.ledger, q.fair, q.sessionWorkers, q.weight = cfg.Ledger, cfg.Fair, cfg.SessionWorkers, cfg.Weight
+	q.ledger, q.fair, q.sessionWorkers, q.weight, q.panics = cfg.Ledger, cfg.Fair, cfg.SessionWorkers, cfg.Weight, cfg.Panics
 	q.initLanes()
 	return q
 }
@@ -307,7 +312,7 @@ func (q *Queue) work() {
 		q.mu.Unlock()
 		q.release(j.charge)
 		q.busy.Add(1)
-		j.Run()
+		q.run(j.Run)
 		q.busy.Add(-1)
 		q.jobs.Done()
 		q.mu.Lock()
@@ -321,6 +326,13 @@ func (q *Queue) work() {
 			}
 		}
 	}
+}
+
+// run runs a job: one that panics is reported and the worker goes on (the pipeline's
+// jobs answer their request themselves, Pipeline.enqueue).
+func (q *Queue) run(job func()) {
+	defer q.panics.Recover(telemetry.PlaceWorker)
+	job()
 }
 
 // tookLocked records a take for the drain rate.

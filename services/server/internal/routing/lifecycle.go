@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"uastack.dev/pkg/nodemgr"
+	"uastack.dev/pkg/status"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Pushes is where the values and events node managers push go: the server's subscription
@@ -49,8 +51,8 @@ func (r *Routes) Start(ctx context.Context, log *slog.Logger, now func() time.Ti
 		if !ok {
 			continue
 		}
-		h := newHost(mt, log, now, pushes)
-		if err := s.Start(ctx, h); err != nil {
+		h := newHost(mt, log, now, pushes, r.panics)
+		if err := guarded(r.panics, mt.owner.name, func() error { return s.Start(ctx, h) }); err != nil {
 			h.stop()
 			r.closeOnce.Do(func() { _ = r.closeMounted(ctx, r.mounted[:i]) })
 			return fmt.Errorf("node manager %s: start: %w", mt.owner.name, err)
@@ -60,7 +62,7 @@ func (r *Routes) Start(ctx context.Context, log *slog.Logger, now func() time.Ti
 	// Watchers learn of monitored items once started: Watch runs between Start and Close.
 	for _, mt := range r.mounted {
 		if w, ok := mt.m.(nodemgr.Watcher); ok && (mt.host != nil || !isStarter(mt.m)) {
-			mt.owner.watch = newWatcher(w)
+			mt.owner.watch = newWatcher(w, mt.owner.name, r.panics)
 			r.watching = true
 		}
 	}
@@ -83,7 +85,7 @@ func (r *Routes) closeMounted(ctx context.Context, ms []*mounted) error {
 			mt.owner.watch.close()
 		}
 		if c, ok := mt.m.(nodemgr.Closer); ok && (mt.host != nil || !isStarter(mt.m)) {
-			if err := c.Close(ctx); err != nil {
+			if err := guarded(r.panics, mt.owner.name, func() error { return c.Close(ctx) }); err != nil {
 				errs = append(errs, fmt.Errorf("node manager %s: close: %w", mt.owner.name, err))
 			}
 		}
@@ -96,6 +98,18 @@ func (r *Routes) closeMounted(ctx context.Context, ms []*mounted) error {
 
 func isStarter(m nodemgr.Manager) bool { _, ok := m.(nodemgr.Starter); return ok }
 
+// guarded calls f, a method of the manager called name; one that panics is reported and
+// returns an error saying so.
+func guarded(panics *telemetry.Panics, name string, f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			panics.Recovered(telemetry.PlaceNodeManager, v, "nodeManager", name)
+			err = fmt.Errorf("panicked: %v: %w", v, status.BadInternalError)
+		}
+	}()
+	return f()
+}
+
 // host is the nodemgr.Host of one started manager, and its Notifier.
 type host struct {
 	indexes []uint16
@@ -106,6 +120,9 @@ type host struct {
 	queue   chan batch
 	done    chan struct{}
 	stopped sync.WaitGroup // the delivery goroutine
+	// panics is told of a delivery that panics (the engine's filters recover their
+	// own; this is what remains).
+	panics  *telemetry.Panics
 	closed  atomic.Bool
 	dropped atomic.Uint64
 	logged  atomic.Int64 // when drops were last logged, as Unix nanoseconds
@@ -122,8 +139,8 @@ var (
 	_ nodemgr.Notifier = (*host)(nil)
 )
 
-func newHost(mt *mounted, log *slog.Logger, now func() time.Time, pushes Pushes) *host {
-	h := &host{indexes: mt.indexes, log: log.With("nodeManager", mt.owner.name), now: now, pushes: pushes,
+func newHost(mt *mounted, log *slog.Logger, now func() time.Time, pushes Pushes, panics *telemetry.Panics) *host {
+	h := &host{indexes: mt.indexes, log: log.With("nodeManager", mt.owner.name), now: now, pushes: pushes, panics: panics,
 		queue: make(chan batch, pushQueue), done: make(chan struct{})}
 	h.stopped.Add(1)
 	go h.deliver()
@@ -178,15 +195,28 @@ func (h *host) deliver() {
 		select {
 		case b := <-h.queue:
 			for i := range b.changes {
-				h.pushes.Changed(&b.changes[i])
+				h.change(&b.changes[i])
 			}
 			for i := range b.events {
-				h.pushes.Event(&b.events[i])
+				h.event(&b.events[i])
 			}
 		case <-h.done:
 			return
 		}
 	}
+}
+
+// change delivers one pushed value; one whose delivery panics is reported, and the
+// others are delivered.
+func (h *host) change(c *nodemgr.DataChange) {
+	defer h.panics.Recover(telemetry.PlacePush)
+	h.pushes.Changed(c)
+}
+
+// event delivers one pushed event, as change does a value.
+func (h *host) event(ev *nodemgr.Event) {
+	defer h.panics.Recover(telemetry.PlacePush)
+	h.pushes.Event(ev)
 }
 
 // stop ends the delivery; what is pushed afterwards is ignored.
@@ -227,7 +257,7 @@ func (r *Routes) Reload(ctx context.Context) error {
 	var errs []error
 	for _, mt := range r.mounted {
 		if rl, ok := mt.m.(Reloader); ok {
-			if err := rl.Reload(ctx); err != nil {
+			if err := guarded(r.panics, mt.owner.name, func() error { return rl.Reload(ctx) }); err != nil {
 				errs = append(errs, fmt.Errorf("node manager %s: reload: %w", mt.owner.name, err))
 			}
 		}
@@ -257,20 +287,29 @@ func (r *Routes) Traffic() []ManagerTraffic {
 	for _, mt := range r.mounted {
 		if t, ok := mt.m.(TrafficReporter); ok {
 			mtr := ManagerTraffic{Name: mt.owner.name}
-			mtr.Calls, mtr.Operations, mtr.Replaced, mtr.Outstanding = t.Traffic()
-			out = append(out, mtr)
+			if guarded(r.panics, mt.owner.name, func() error {
+				mtr.Calls, mtr.Operations, mtr.Replaced, mtr.Outstanding = t.Traffic()
+				return nil
+			}) == nil {
+				out = append(out, mtr)
+			}
 		}
 	}
 	return out
 }
 
 // Health asks every mounted nodemgr.HealthReporter how it is. It is safe for concurrent
-// use; a reporter answers without waiting on its device (nodemgr.HealthReporter).
+// use; a reporter answers without waiting on its device (nodemgr.HealthReporter). One
+// that panics is BadInternalError.
 func (r *Routes) Health(ctx context.Context) []ManagerHealth {
 	var out []ManagerHealth
 	for _, mt := range r.mounted {
 		if h, ok := mt.m.(nodemgr.HealthReporter); ok {
-			out = append(out, ManagerHealth{Name: mt.owner.name, Health: h.Health(ctx)})
+			mh := ManagerHealth{Name: mt.owner.name}
+			if err := guarded(r.panics, mt.owner.name, func() error { mh.Health = h.Health(ctx); return nil }); err != nil {
+				mh.Health = nodemgr.Health{Status: status.BadInternalError, Message: err.Error()}
+			}
+			out = append(out, mh)
 		}
 	}
 	return out

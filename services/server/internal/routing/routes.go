@@ -18,6 +18,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/addrspace"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Routes maps the namespaces of a server to their owners. It is built once, before the
@@ -40,6 +41,8 @@ type Routes struct {
 	// says a started Watcher exists, set by Start.
 	watches  watches
 	watching bool
+	// panics is told of the panics the routes recover from (SetPanics).
+	panics *telemetry.Panics
 }
 
 // New mounts managers after the server's address space: the NamespaceArray is the
@@ -106,6 +109,17 @@ func New(space *addrspace.Space, managers []Named) (*Routes, error) {
 	}
 	rt.namespaces = uris
 	return rt, nil
+}
+
+// SetPanics has the routes report the panics of node managers to p: a method of a
+// manager that panics answers its items with BadInternalError, and a manager's goroutine
+// the routes run (its deliveries, its Watch calls) goes on. Call it before Start.
+func (r *Routes) SetPanics(p *telemetry.Panics) {
+	r.panics = p
+	r.local.panics = p
+	for _, mt := range r.mounted {
+		mt.owner.panics = p
+	}
 }
 
 // Namespaces returns the NamespaceArray. The caller must not modify it.

@@ -8,6 +8,7 @@ import (
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/subscription"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // watchKey names a monitored item: its subscription and its id.
@@ -124,12 +125,15 @@ func (w *watches) removeLocked(k watchKey) {
 // (the items on each pair) against what it was told, sent as a WatchSet of the pairs
 // that changed, from one goroutine, in order.
 type watcher struct {
-	m    nodemgr.Watcher
-	wake chan struct{}
-	done chan struct{}
-	ctx  context.Context
-	stop context.CancelFunc
-	ran  sync.WaitGroup
+	m nodemgr.Watcher
+	// name and panics report a Watch that panics.
+	name   string
+	panics *telemetry.Panics
+	wake   chan struct{}
+	done   chan struct{}
+	ctx    context.Context
+	stop   context.CancelFunc
+	ran    sync.WaitGroup
 
 	mu    sync.Mutex // guards pairs, told, dirty
 	pairs map[nodemgr.WatchKey]map[watchKey]*watchedItem
@@ -137,8 +141,8 @@ type watcher struct {
 	dirty map[nodemgr.WatchKey]struct{}
 }
 
-func newWatcher(m nodemgr.Watcher) *watcher {
-	w := &watcher{m: m, wake: make(chan struct{}, 1), done: make(chan struct{}),
+func newWatcher(m nodemgr.Watcher, name string, panics *telemetry.Panics) *watcher {
+	w := &watcher{m: m, name: name, panics: panics, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		pairs: make(map[nodemgr.WatchKey]map[watchKey]*watchedItem),
 		told:  make(map[nodemgr.WatchKey]float64), dirty: make(map[nodemgr.WatchKey]struct{})}
 	w.ctx, w.stop = context.WithCancel(context.Background())
@@ -198,9 +202,20 @@ func (w *watcher) run() {
 			return
 		}
 		if set := w.collect(); len(set.Add)+len(set.Remove) > 0 {
-			w.m.Watch(w.ctx, set)
+			w.tell(set)
 		}
 	}
+}
+
+// tell hands set to the manager's Watch; one that panics is reported and the watcher
+// goes on (the pairs of set count as told).
+func (w *watcher) tell(set *nodemgr.WatchSet) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.panics.Recovered(telemetry.PlaceNodeManager, v, "nodeManager", w.name)
+		}
+	}()
+	w.m.Watch(w.ctx, set)
 }
 
 // collect returns the changes of the dirty pairs and takes them as told. A pair is

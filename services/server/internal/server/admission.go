@@ -57,6 +57,7 @@ func (s *Server) newQueue() *pipeline.Queue {
 		SessionCapacity: l.MaxConcurrentSessionEstablishment,
 		Fair:            fair,
 		Weight:          s.admission.Weight,
+		Panics:          s.tel.Panics(),
 	}
 	if fair {
 		cfg.SessionWorkers = runtime.GOMAXPROCS(0)

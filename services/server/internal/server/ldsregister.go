@@ -18,6 +18,7 @@ import (
 	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // registerTimeout bounds one registration exchange with the discovery server.
@@ -47,7 +48,7 @@ func (s *Server) registrationLoop(ctx context.Context) {
 	registered := false
 	failures := 0
 	for {
-		err := r.register(ctx, true)
+		err := r.guardedRegister(ctx, true)
 		wait := interval
 		switch {
 		case err == nil:
@@ -70,7 +71,7 @@ func (s *Server) registrationLoop(ctx context.Context) {
 				// The server is going away: say so now rather than let the registration
 				// linger until it expires.
 				uctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
-				if err := r.register(uctx, false); err != nil {
+				if err := r.guardedRegister(uctx, false); err != nil {
 					s.log.Warn("discovery server unregistration failed", "url", r.url, "err", err)
 				} else {
 					s.log.Info("unregistered from the discovery server", "url", r.url)
@@ -97,6 +98,19 @@ type registrar struct {
 	s        *Server
 	url      string
 	endpoint *ua.EndpointDescription
+}
+
+// guardedRegister is register for the loop: a registration that panics (the client's
+// code, a discovery server's answer) is reported and counts as a failure, so the loop
+// retries with backoff and the server serves on.
+func (r *registrar) guardedRegister(ctx context.Context, online bool) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.s.tel.Panics().Recovered(telemetry.PlaceRegistration, v)
+			err = fmt.Errorf("registration panicked: %v: %w", v, status.BadInternalError)
+		}
+	}()
+	return r.register(ctx, online)
 }
 
 // register sends RegisterServer2 (RegisterServer when the discovery server predates it)

@@ -90,6 +90,7 @@ func startPipeline(t testing.TB, m nodemgr.Manager, configure func(*config.Confi
 
 // startPipelineWith is startPipeline with Options opts, m (when not nil) added to its
 // Managers; without m, the manager of testNamespaceURI comes from the configuration.
+// Without opts.Logger the server's log is discarded.
 func startPipelineWith(t testing.TB, m nodemgr.Manager, opts Options, configure func(*config.Config)) *pipelineServer {
 	t.Helper()
 	cfg := config.Default()
@@ -104,7 +105,9 @@ func startPipelineWith(t testing.TB, m nodemgr.Manager, opts Options, configure 
 	cfg.Endpoint.ListenAddress = ln.Addr().String()
 	cfg.Endpoint.EndpointURL = "opc.tcp://" + ln.Addr().String()
 	require.NoError(t, cfg.Validate())
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	uri := testNamespaceURI
 	if m != nil {
 		opts.Managers = append(opts.Managers, m)

@@ -14,7 +14,9 @@ import (
 // the checks run inline, then a job hands each owner its operation (routing) and returns,
 // so a manager that waits on a device holds no worker. The response is sent when the
 // last owner calls done, or BadTimeout when the request's TimeoutHint passes first; a
-// late result is dropped.
+// late result is dropped. The answer runs on whichever goroutine completed last, a
+// manager's own among them: it recovers (Pending.Recover), so that a panic there is
+// BadInternalError for its request.
 
 // readRouted is Read (Part 4 §5.10.2) through the request queue.
 func (s *Server) readRouted(r *pipeline.Request[*conn], m *ua.ReadRequest) {
@@ -28,6 +30,7 @@ func (s *Server) readRouted(r *pipeline.Request[*conn], m *ua.ReadRequest) {
 			Results:    make([]codec.DataValue, len(m.NodesToRead)),
 		}
 		s.routes.Read(p.Ctx, op, func() {
+			defer p.Recover()
 			p.Answer(&ua.ReadResponse{ResponseHeader: p.Header(status.Good), Results: op.Results})
 		})
 	})
@@ -39,6 +42,7 @@ func (s *Server) writeRouted(r *pipeline.Request[*conn], m *ua.WriteRequest) {
 	r.Enqueue(len(m.NodesToWrite), func(p *pipeline.Pending) {
 		op := &nodemgr.WriteOp{Principal: principal, Items: m.NodesToWrite, Results: make([]status.Code, len(m.NodesToWrite))}
 		s.routes.Write(p.Ctx, op, func() {
+			defer p.Recover()
 			p.Answer(&ua.WriteResponse{ResponseHeader: p.Header(status.Good), Results: op.Results})
 		})
 	})
@@ -50,6 +54,7 @@ func (s *Server) callRouted(r *pipeline.Request[*conn], m *ua.CallRequest) {
 	r.Enqueue(len(m.MethodsToCall), func(p *pipeline.Pending) {
 		op := &nodemgr.CallOp{Principal: principal, Items: m.MethodsToCall, Results: make([]ua.CallMethodResult, len(m.MethodsToCall))}
 		s.routes.Call(p.Ctx, op, func() {
+			defer p.Recover()
 			p.Answer(&ua.CallResponse{ResponseHeader: p.Header(status.Good), Results: op.Results})
 		})
 	})
@@ -63,6 +68,7 @@ func (s *Server) browseRouted(r *pipeline.Request[*conn], m *ua.BrowseRequest) {
 	perNode := int(m.RequestedMaxReferencesPerNode)
 	r.Enqueue(len(m.NodesToBrowse), func(p *pipeline.Pending) {
 		s.routes.Browse(p.Ctx, principal, m.View, m.NodesToBrowse, func(results []nodemgr.BrowseResult) {
+			defer p.Recover()
 			if p.Done() {
 				return // timed out: take no continuation point nobody will release
 			}
@@ -77,6 +83,7 @@ func (s *Server) translateRouted(r *pipeline.Request[*conn], m *ua.TranslateBrow
 	principal := *r.Principal
 	r.Enqueue(len(m.BrowsePaths), func(p *pipeline.Pending) {
 		s.routes.Translate(p.Ctx, principal, m.BrowsePaths, func(results []ua.BrowsePathResult) {
+			defer p.Recover()
 			p.Answer(&ua.TranslateBrowsePathsToNodeIdsResponse{ResponseHeader: p.Header(status.Good), Results: results})
 		})
 	})

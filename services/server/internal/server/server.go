@@ -195,6 +195,9 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 			_ = s.tel.Shutdown(context.Background())
 		}
 	}()
+	// A panic is one failed request (issue 18 item 6): every part that runs handlers,
+	// filters, the engine or node managers recovers and reports here.
+	s.sessions.SetPanics(s.tel.Panics())
 	if err := s.buildAddressSpace(append(configured, routing.Unnamed(opts.Managers...)...)); err != nil {
 		return nil, err
 	}
@@ -221,6 +224,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		// is not decoded again.
 		Repeat:    true,
 		Admission: s.admission,
+		Panics:    s.tel.Panics(),
 	}, table)
 	if err != nil {
 		return nil, err
@@ -377,6 +381,9 @@ func (s *Server) buildAddressSpace(managers []routing.Named) error {
 		s.space = addrspace.NewNamespace0()
 	} else {
 		s.space = addrspace.New(addrspace.NamespaceURI0, demo.URI)
+	}
+	s.space.SetPanics(s.tel.Panics())
+	if s.cfg.AddressSpace.DemoNamespace {
 		d, err := demo.New(s.space, s.cfg.AddressSpace, s.events, s.now)
 		if err != nil {
 			return err
@@ -388,6 +395,7 @@ func (s *Server) buildAddressSpace(managers []routing.Named) error {
 		return err
 	}
 	s.routes = routes
+	routes.SetPanics(s.tel.Panics())
 	return s.initServerObject()
 }
 
@@ -415,6 +423,7 @@ func (s *Server) buildSubscriptions() {
 		MaxMonitoredItemsPerOwner:        owner.Share(l.MaxMonitoredItemCount, l.OwnerShareInForce()),
 		OrphanLifetime:                   c.OrphanLifetime,
 	}, s.now, sampler{s})
+	s.subs.SetPanics(s.tel.Panics())
 	s.space.OnChange(s.subs.Changed)
 	s.eventTypes = addrspace.NewEventTypes(s.space)
 	s.subs.SetEventTypes(s.eventTypes)
@@ -466,6 +475,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.subs.Run(simCtx)
 	go func() {
 		defer close(simDone)
+		// The demo namespace is an in-process node manager: should its simulation
+		// panic, its values stop changing and the server serves on.
+		defer s.tel.Panics().Recover(telemetry.PlaceNodeManager)
 		if s.demo != nil {
 			s.demo.Run(simCtx)
 		}

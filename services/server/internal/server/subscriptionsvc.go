@@ -125,6 +125,8 @@ func (s *Server) publish(r *pipeline.Request[*conn], m *ua.PublishRequest) {
 	if cap(c.results) < n {
 		c.results = make([]status.Code, n)
 	}
+	// From here the engine answers the request, whatever happens to this goroutine.
+	r.Handed()
 	s.subs.Publish(p.SessionID, m.SubscriptionAcknowledgements, c.results[:n], c, deadline)
 }
 

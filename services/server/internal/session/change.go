@@ -5,6 +5,7 @@ import (
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Kind is what happened to a session.
@@ -93,8 +94,14 @@ func (t *Table) changedLocked(s *Session, kind Kind, end End, deleteSubscription
 	}
 	c := &Change{Kind: kind, Record: s.rec, End: end, DeleteSubscriptions: deleteSubscriptions, Session: s}
 	for _, fn := range t.observers {
-		fn(c)
+		t.tell(fn, c)
 	}
+}
+
+// tell hands c to one observer; one that panics is reported, and the table goes on.
+func (t *Table) tell(fn func(*Change), c *Change) {
+	defer t.panics.Recover(telemetry.PlaceObserver)
+	fn(c)
 }
 
 // Apply makes the change c in the table, as a table that had made it itself: a

@@ -1,6 +1,10 @@
 package session
 
-import "time"
+import (
+	"time"
+
+	"uastack.dev/services/server/internal/telemetry"
+)
 
 // sweepSlack is added to a sweep's delay so that it fires after the deadline it is for,
 // not a clock tick before.
@@ -31,6 +35,7 @@ func (t *Table) armLocked(deadline time.Time) {
 func (t *Table) runSweep() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.sweepRecovered() // before the unlock
 	if t.stopped {
 		return
 	}
@@ -49,6 +54,19 @@ func (t *Table) runSweep() {
 	t.sweepAt = time.Time{}
 	if !next.IsZero() {
 		t.armLocked(next)
+	}
+}
+
+// sweepRetry is how soon a sweep that panicked runs again.
+const sweepRetry = time.Second
+
+// sweepRecovered is deferred by runSweep, under t.mu: a sweep that panicked is reported
+// and armed again, soon, so that the sessions past their deadline still end.
+func (t *Table) sweepRecovered() {
+	if v := recover(); v != nil {
+		t.panics.Recovered(telemetry.PlaceSweeper, v)
+		t.sweepAt = time.Time{}
+		t.armLocked(t.now().Add(sweepRetry))
 	}
 }
 

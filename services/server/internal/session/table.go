@@ -15,6 +15,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/owner"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // NonceLength is the length of the server nonces of CreateSession and ActivateSession
@@ -79,6 +80,8 @@ type Table struct {
 	stopped bool
 	// base is the origin of the sessions' seen times.
 	base time.Time
+	// panics is told of an observer or a sweep that panicked (SetPanics).
+	panics *telemetry.Panics
 }
 
 // New returns a table of at most max sessions on the clock now, without shares: as
@@ -92,6 +95,11 @@ func NewLimited(l Limits, now func() time.Time) *Table {
 	return &Table{byToken: make(map[uint64]*Session), max: l.MaxSessions, now: now, base: now(),
 		perOwner: l.MaxPerOwner, unactivated: l.UnactivatedTimeout, owners: make(map[owner.Owner]*holding)}
 }
+
+// SetPanics has the table report to p the panics it recovers from: an observer that
+// panics (telemetry.PlaceObserver; the other observers get the change) and a sweep
+// (telemetry.PlaceSweeper; the sweep is armed again). Call it before serving.
+func (t *Table) SetPanics(p *telemetry.Panics) { t.panics = p }
 
 // since is now as a seen time.
 func (t *Table) since(now time.Time) int64 { return int64(now.Sub(t.base)) }

@@ -7,6 +7,7 @@ import (
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // ChangeKind names a change to the engine's state.
@@ -241,9 +242,16 @@ func (e *Engine) observeLocked(fn func(Change)) func() {
 }
 
 // notifyLocked hands c to the observers. Callers check len(e.observers) first, so that
-// building c costs nothing without observers.
+// building c costs nothing without observers. An observer that panics is reported, and
+// the others get c.
 func (e *Engine) notifyLocked(c Change) {
 	for _, o := range e.observers {
-		o.fn(c)
+		e.tell(o.fn, c)
 	}
+}
+
+// tell hands c to one observer.
+func (e *Engine) tell(fn func(Change), c Change) {
+	defer e.panics.Recover(telemetry.PlaceObserver)
+	fn(c)
 }

@@ -19,4 +19,13 @@
 // Follow) whose observers run under the engine's lock, in order, before any response
 // that follows from the change leaves. Apply makes a recorded change to another engine,
 // so a stream (a Journal, later the mirror) rebuilds a live copy. See RATIONALE.md.
+//
+// A panic touches one item or one answer (issue 18 item 6): a data change filter that
+// panics on a value queues BadInternalError in its place, an event filter that panics
+// skips that event for that item, an observer or a Responder that panics is skipped,
+// and a publishing cycle that panics is lost while Run goes on. The filters encode once
+// every value that may hold a Structure of another package (an ExtensionObject) before
+// it may reach a queue: one whose encoding panics fails its item there, instead of
+// every NotificationMessage that would carry it. Each panic is reported to
+// telemetry.Panics (SetPanics).
 package subscription

@@ -12,6 +12,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/owner"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Limits bound what clients may ask for. Counts of 0 mean no limit where noted.
@@ -96,6 +97,9 @@ type Engine struct {
 	// monitors costs one atomic load.
 	byNotifier map[codec.NodeId][]*item
 	eventItems atomic.Int64
+
+	// panics is told of the panics the engine recovers from (SetPanics).
+	panics *telemetry.Panics
 }
 
 // New returns an engine with the given limits, clock (nil means time.Now) and sampler.
@@ -115,13 +119,20 @@ func New(l Limits, now func() time.Time, sampler Sampler) *Engine {
 	}
 }
 
+// SetPanics has the engine report the panics it recovers from to p: a filter that
+// panics on a value or an event (telemetry.PlaceFilter), an observer
+// (telemetry.PlaceObserver), a publishing cycle or an answer to a Publish
+// (telemetry.PlacePublish). Call it before Run.
+func (e *Engine) SetPanics(p *telemetry.Panics) { e.panics = p }
+
 // Run drives the timers until ctx ends: it sleeps until the earliest due entry or until
-// an earlier one is scheduled, then runs Step.
+// an earlier one is scheduled, then runs Step. A Step that panics is reported and the
+// timers go on: the cycle that panicked is lost, every other subscription publishes.
 func (e *Engine) Run(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		next, ok := e.Step()
+		next, ok := e.guardedStep()
 		d := time.Hour
 		if ok {
 			d = max(next.Sub(e.now()), 0)
@@ -136,14 +147,57 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 }
 
+// guardedStep is Step, recovering from a panic: then the next Step is due when the
+// earliest timer is, and no sooner than a millisecond from now (a timer that panicked
+// was moved on before it ran, so the next Step does not meet it again at once).
+func (e *Engine) guardedStep() (next time.Time, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.panics.Recovered(telemetry.PlacePublish, v)
+			next, ok = e.now().Add(time.Millisecond), true
+			e.mu.Lock()
+			if len(e.timers) > 0 {
+				next = later(next, e.timers[0].due)
+			}
+			e.mu.Unlock()
+		}
+	}()
+	return e.Step()
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // Step runs every timer due by now: publishing cycles send their messages (after the
 // lock is released) and due sampled items are read in one batch. It returns when the
-// next timer is due, if any. Tests call it with a fake clock instead of Run.
+// next timer is due, if any. Tests call it with a fake clock instead of Run. The lock is
+// released by deferred calls, so that a panic (reported by Run) leaves the engine
+// usable.
 func (e *Engine) Step() (next time.Time, ok bool) {
-	now := e.now()
+	out, batch, next, ok := e.due(e.now())
+	e.send(out)
+	e.sent(out)
+	if batch != nil {
+		if cap(batch.out) < len(batch.rvs) {
+			batch.out = make([]codec.DataValue, len(batch.rvs))
+		}
+		batch.out = batch.out[:len(batch.rvs)]
+		e.sampler.Sample(batch.rvs, batch.out, batch.done)
+	}
+	return next, ok
+}
+
+// due runs the timers due by now: it returns the responses of the publishing cycles and
+// the batch of the sampled items to read, if any, and when the next timer is due.
+func (e *Engine) due(now time.Time) (out []outgoing, batch *sampleBatch, next time.Time, ok bool) {
 	e.mu.Lock()
-	out := e.out[:0]
-	var batch *sampleBatch
+	defer e.mu.Unlock()
+	out = e.out[:0]
 	for len(e.timers) > 0 && !e.timers[0].due.After(now) {
 		t := e.timers[0]
 		switch {
@@ -176,20 +230,15 @@ func (e *Engine) Step() (next time.Time, ok bool) {
 	if len(e.timers) > 0 {
 		next, ok = e.timers[0].due, true
 	}
-	e.mu.Unlock()
-	e.send(out)
+	return out, batch, next, ok
+}
+
+// sent releases the messages of Step's sent responses and keeps out for the next Step.
+func (e *Engine) sent(out []outgoing) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.unpinLocked(out)
 	e.out = clearOut(out)
-	e.mu.Unlock()
-	if batch != nil {
-		if cap(batch.out) < len(batch.rvs) {
-			batch.out = make([]codec.DataValue, len(batch.rvs))
-		}
-		batch.out = batch.out[:len(batch.rvs)]
-		e.sampler.Sample(batch.rvs, batch.out, batch.done)
-	}
-	return next, ok
 }
 
 // nextDue returns the next due time of a periodic timer: one interval after the last,
@@ -318,16 +367,51 @@ func (e *Engine) Changed(id codec.NodeId, dv *codec.DataValue) {
 }
 
 // offerLocked queues dv on it when its mode and filter let it through, and marks it for
-// reporting (with the items it triggers) when it reports.
+// reporting (with the items it triggers) when it reports. A filter that panics on dv
+// (a value of a node manager's Structure whose encoding panics, comparer.check) queues
+// BadInternalError with dv's timestamps in its place, unless that is the item's last
+// value already.
 func (e *Engine) offerLocked(it *item, dv *codec.DataValue) {
-	if it.mode == ua.MonitoringModeDisabled || !it.passes(dv, &e.cmp) {
+	if it.mode == ua.MonitoringModeDisabled {
 		return
+	}
+	switch e.passes(it, dv) {
+	case filterDrops:
+		return
+	case filterPanicked:
+		if it.hasLast && it.last.Status == status.BadInternalError && it.last.Value.IsNull() {
+			return
+		}
+		bad := codec.DataValue{Status: status.BadInternalError, SourceTimestamp: dv.SourceTimestamp,
+			ServerTimestamp: dv.ServerTimestamp}
+		dv = &bad
 	}
 	it.last, it.hasLast = *dv, true
 	v := *dv
 	stamp(&v, it.ts)
 	it.enqueue(&v)
 	e.reportLocked(it)
+}
+
+// What a data change filter made of a value.
+const (
+	filterPasses = iota
+	filterDrops
+	filterPanicked
+)
+
+// passes runs it's filter on dv (item.passes), recovering from a panic.
+func (e *Engine) passes(it *item, dv *codec.DataValue) (verdict int) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.panics.Recovered(telemetry.PlaceFilter, v, "monitoredItem", it.id)
+			verdict = filterPanicked
+		}
+	}()
+	if it.passes(dv, &e.cmp) {
+		return filterPasses
+	}
+	return filterDrops
 }
 
 // session is the per-session state: its subscriptions, its parked Publishes, the
@@ -405,17 +489,23 @@ func appendFault(out []outgoing, r Responder, code status.Code) []outgoing {
 	return out
 }
 
-// send answers the responses; it runs without the lock.
+// send answers the responses; it runs without the lock. A Responder that panics is
+// reported, and the others are answered.
 func (e *Engine) send(out []outgoing) {
 	for i := range out {
-		o := &out[i]
-		if o.own != nil {
-			o.own.Results = o.resp.Results
-			o.r.Respond(o.own)
-			continue
-		}
-		o.r.Respond(&o.resp)
+		e.respond(&out[i])
 	}
+}
+
+// respond answers one response of send.
+func (e *Engine) respond(o *outgoing) {
+	defer e.panics.Recover(telemetry.PlacePublish)
+	if o.own != nil {
+		o.own.Results = o.resp.Results
+		o.r.Respond(o.own)
+		return
+	}
+	o.r.Respond(&o.resp)
 }
 
 // unpinLocked releases the messages of sent responses.

@@ -8,6 +8,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // Event is one occurrence of an event (Part 3 §6.4.2): its EventType and the values of
@@ -196,18 +197,40 @@ func (e *Engine) Emit(ev *Event, notifiers ...codec.NodeId) {
 			if it.mode == ua.MonitoringModeDisabled {
 				continue
 			}
-			f := it.events.filter
-			if !f.where.matches(ev, f.types, &e.cmp) {
+			fields, ok := e.filterEvent(it, ev)
+			if !ok {
 				continue
 			}
 			if len(it.events.q) >= it.events.size {
 				it.sub.counters.queueOverflows++
 			}
-			it.events.push(f.fields(ev), it.discardOld, now)
+			it.events.push(fields, it.discardOld, now)
 			it.n = len(it.events.q)
 			e.reportLocked(it)
 		}
 	}
+}
+
+// filterEvent runs it's EventFilter on ev: the selected fields when ev passes the where
+// clause. A filter that panics (a field of a node manager's Structure whose encoding
+// panics, which a comparison encodes, or which comparer.check finds among the selected
+// fields) is reported, and the item skips ev.
+func (e *Engine) filterEvent(it *item, ev *Event) (fields []codec.Variant, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.panics.Recovered(telemetry.PlaceFilter, v, "monitoredItem", it.id)
+			fields, ok = nil, false
+		}
+	}()
+	f := it.events.filter
+	if !f.where.matches(ev, f.types, &e.cmp) {
+		return nil, false
+	}
+	fields = f.fields(ev)
+	for i := range fields {
+		e.cmp.check(&fields[i])
+	}
+	return fields, true
 }
 
 // Listening reports whether any event item exists, so that a source can skip building

@@ -188,6 +188,7 @@ func (it *item) clearQueue() {
 // passes reports whether dv is a change the filter reports, compared with the last
 // value that passed (Part 4 §7.22.2). scratch compares values that are not plain scalars.
 func (it *item) passes(dv *codec.DataValue, cmp *comparer) bool {
+	cmp.check(&dv.Value)
 	if !it.hasLast {
 		return true
 	}
@@ -276,6 +277,21 @@ func (c *comparer) equal(x, y *codec.Variant) bool {
 	c.b.Variant(y)
 	c.ba, c.bb = c.a.Bytes(), c.b.Bytes()
 	return string(c.ba) == string(c.bb)
+}
+
+// check encodes v when it may hold a Structure of another package (an ExtensionObject,
+// alone or inside a Variant or DataValue), whose encoding runs that package's code: a
+// value whose encoding panics must panic here, in a filter whose panic is recovered and
+// answered for its item alone, and never reach a queue, where it would make every
+// NotificationMessage that carries it fail to encode, with the other items' values.
+// Other values cost a type switch.
+func (c *comparer) check(v *codec.Variant) {
+	switch v.Type() {
+	case codec.TypeExtensionObject, codec.TypeVariant, codec.TypeDataValue:
+		c.a.Reset(c.ba[:0])
+		c.a.Variant(v)
+		c.ba = c.a.Bytes()
+	}
 }
 
 // unboxed reports whether a scalar of type t is held in a Variant's bits and text only.

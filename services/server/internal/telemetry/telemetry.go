@@ -3,8 +3,8 @@
 // Prometheus text format and pushed over OTLP when an endpoint is configured, and log
 // lines that name an owner, limited per owner so that a flood cannot flood the log.
 //
-// The instruments of admission control and isolation (Admission) and the answer time of
-// each service (Latency) are kept in atomics and read when metrics are collected: a
+// The instruments of admission control and isolation (Admission), the answer time of
+// each service (Latency) and the panics recovered (Panics) are kept in atomics and read when metrics are collected: a
 // hot path pays a few uncontended atomic adds, never the SDK's aggregation. The package
 // depends on nothing else of the server's, so any package of it may count into it.
 package telemetry
@@ -50,7 +50,8 @@ type Config struct {
 	OTLPEndpoint string
 	// OTLPInterval is the time between two pushes.
 	OTLPInterval time.Duration
-	// Log receives the OTLP push failures, at most one line a minute.
+	// Log receives the OTLP push failures, at most one line a minute, and the panics
+	// recovered (Panics); nil discards them.
 	Log *slog.Logger
 }
 
@@ -64,11 +65,12 @@ type Telemetry struct {
 	meter     metric.Meter
 	admission *Admission
 	latency   *Latency
+	panics    *Panics
 	handler   http.Handler
 }
 
-// New returns the telemetry of a server with the Go runtime's instruments, Admission's and
-// Latency's registered. Shutdown releases it.
+// New returns the telemetry of a server with the Go runtime's instruments, Admission's,
+// Latency's and Panics' registered. Shutdown releases it.
 func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{registry: prometheus.NewRegistry(), latency: newLatency(time.Now())}
 	// Without scope labels: every instrument is the server's, so otel_scope_name would
@@ -92,12 +94,20 @@ func New(cfg Config) (*Telemetry, error) {
 			sdkmetric.WithInterval(cfg.OTLPInterval), sdkmetric.WithProducer(t.latency))))
 	}
 	t.provider = sdkmetric.NewMeterProvider(opts...)
-	t.meter = t.provider.Meter(ScopeName)
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t.panics = newPanics(log)
+	t.meter = guardedMeter{Meter: t.provider.Meter(ScopeName), panics: t.panics}
 	t.handler = promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
 	if err := instrumentRuntime(t.meter); err != nil {
 		return nil, errors.Join(err, t.provider.Shutdown(context.Background()))
 	}
 	if t.admission, err = newAdmission(t.meter); err != nil {
+		return nil, errors.Join(err, t.provider.Shutdown(context.Background()))
+	}
+	if err := t.panics.instrument(t.meter); err != nil {
 		return nil, errors.Join(err, t.provider.Shutdown(context.Background()))
 	}
 	return t, nil
@@ -163,11 +173,15 @@ func (e *loggedExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	return nil
 }
 
-// Meter returns the meter the server's own instruments are made with.
+// Meter returns the meter the server's own instruments are made with. The callbacks
+// registered on it recover from a panic (PlaceMetrics).
 func (t *Telemetry) Meter() metric.Meter { return t.meter }
 
 // Admission returns the instruments of admission control and isolation.
 func (t *Telemetry) Admission() *Admission { return t.admission }
+
+// Panics returns the count and the log of the panics the server recovered from.
+func (t *Telemetry) Panics() *Panics { return t.panics }
 
 // Latency returns the answer-time histograms of the services.
 func (t *Telemetry) Latency() *Latency { return t.latency }
