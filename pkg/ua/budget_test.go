@@ -130,14 +130,22 @@ func TestDecodeMultipleHeadroom(t *testing.T) {
 	worst, worstName := 0.0, ""
 	for name, wire := range budgetCorpus() {
 		charged := decodedBytes(t, wire)
-		var before, after runtime.MemStats
-		d := codec.NewDecoder(wire)
-		runtime.ReadMemStats(&before)
-		m := d.Message()
-		runtime.ReadMemStats(&after)
-		require.NoError(t, d.Err(), name)
-		require.NotNil(t, m)
-		allocated := int(after.TotalAlloc - before.TotalAlloc)
+		// The counters are the process's: another goroutine's allocation (the runtime's,
+		// an earlier test's) may land in the window. The least of three decodes is the
+		// decoder's own.
+		allocated := -1
+		for range 3 {
+			var before, after runtime.MemStats
+			d := codec.NewDecoder(wire)
+			runtime.ReadMemStats(&before)
+			m := d.Message()
+			runtime.ReadMemStats(&after)
+			require.NoError(t, d.Err(), name)
+			require.NotNil(t, m)
+			if a := int(after.TotalAlloc - before.TotalAlloc); allocated < 0 || a < allocated {
+				allocated = a
+			}
+		}
 		// The charge counts what the decoder asks for; the allocator rounds up to its size
 		// classes.
 		require.LessOrEqual(t, allocated, charged+charged/4+1024, "%s: allocations beyond the charge", name)
