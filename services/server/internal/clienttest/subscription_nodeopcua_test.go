@@ -98,4 +98,3 @@ func TestSubscriptionNodeOPCUA(t *testing.T) {
 	require.Zero(t, st.Recreated)
 	t.Logf("stats: %+v", st)
 }
-
