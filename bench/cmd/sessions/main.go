@@ -225,13 +225,6 @@ func (r *result) row() report.Row {
 	return row
 }
 
-// tally is what one session saw of the written values 1..writes.
-type tally struct {
-	mu   sync.Mutex // guards last, got
-	last float64
-	got  int
-}
-
 // measure runs one N against a fresh server.
 func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, prog *report.Progress) (*result, error) {
 	limit := strconv.Itoa(n + 16)
@@ -268,7 +261,7 @@ func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserve
 	var (
 		mu        sync.Mutex // guards sessions, tallies, res.failed, res.errs
 		sessions  []*load.Session
-		tallies   []*tally
+		tallies   []*load.Tally
 		pubWG     sync.WaitGroup
 		pubFailed atomic.Int64
 		notes     atomic.Int64
@@ -309,7 +302,7 @@ func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserve
 					fail(err)
 					continue
 				}
-				t := &tally{last: -1}
+				t := load.NewTally()
 				mu.Lock()
 				sessions = append(sessions, s)
 				tallies = append(tallies, t)
@@ -324,14 +317,7 @@ func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserve
 							if counting.Load() {
 								notes.Add(1)
 							}
-							t.mu.Lock()
-							if f > t.last {
-								if f >= 1 {
-									t.got++
-								}
-								t.last = f
-							}
-							t.mu.Unlock()
+							t.Observe(f)
 						})
 						if err != nil {
 							pubFailed.Add(1)
@@ -395,12 +381,10 @@ func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserve
 	res.notifications = notes.Load()
 	res.publishFailed = int(pubFailed.Load())
 	for _, t := range tallies {
-		t.mu.Lock()
-		if t.got < res.writes {
+		if n := t.Missed(res.writes); n > 0 {
 			res.dropSessions++
-			res.missed += res.writes - t.got
+			res.missed += n
 		}
-		t.mu.Unlock()
 	}
 	stopPub()
 	for _, s := range sessions {

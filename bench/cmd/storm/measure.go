@@ -129,13 +129,6 @@ func baseSets(o options) []string {
 	}, o.base...)
 }
 
-// tally is what one established session saw of the written values 1..writes.
-type tally struct {
-	mu   sync.Mutex // guards last, got
-	last float64
-	got  int
-}
-
 // measure runs the whole sequence against one server configuration: establish, baseline,
 // storm, settle.
 func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, ids *identities, prog *report.Progress, logw io.Writer) (*outcome, error) {
@@ -183,7 +176,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	var (
 		mu       sync.Mutex // guards sessions, tallies, res.failed, res.errs
 		sessions []*load.Session
-		tallies  []*tally
+		tallies  []*load.Tally
 		phase    atomic.Int32
 		notes    [phaseAfter + 1]atomic.Int64
 		pubWG    sync.WaitGroup
@@ -232,7 +225,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 					note(err)
 					continue
 				}
-				t := &tally{last: -1}
+				t := load.NewTally()
 				mu.Lock()
 				sessions = append(sessions, s)
 				tallies = append(tallies, t)
@@ -243,14 +236,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 					err := s.Publish(pubCtx, func(_ uint32, dv *codec.DataValue) {
 						f := math.Float64frombits(dv.Value.Bits())
 						notes[phase.Load()].Add(1)
-						t.mu.Lock()
-						if f > t.last {
-							if f >= 1 {
-								t.got++
-							}
-							t.last = f
-						}
-						t.mu.Unlock()
+						t.Observe(f)
 					})
 					if err != nil {
 						pubFail.Add(1)
@@ -417,12 +403,10 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	res.notesBefore, res.notesDuring = notes[phaseBaseline].Load(), notes[phaseStorm].Load()
 	res.publishFailed = int(pubFail.Load())
 	for _, t := range tallies {
-		t.mu.Lock()
-		if t.got < res.writes {
+		if n := t.Missed(res.writes); n > 0 {
 			res.dropSessions++
-			res.missed += res.writes - t.got
+			res.missed += n
 		}
-		t.mu.Unlock()
 	}
 
 	res.orphans = <-watched

@@ -130,3 +130,12 @@ func TestStagedSession(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, dv[0].Status.IsBad())
 }
+
+func TestTally(t *testing.T) {
+	tl := NewTally()
+	for _, v := range []float64{0, 1, 3, 2, 3, 4} { // the initial 0, then 2 late and 3 again
+		tl.Observe(v)
+	}
+	require.Equal(t, 1, tl.Missed(4), "1, 3 and 4 arrived in order; 2 came late")
+	require.Equal(t, 0, NewTally().Missed(0))
+}
