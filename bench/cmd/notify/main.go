@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,18 +67,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), report.Signals...)
 	defer stop()
 	r, err := run(ctx, o, os.Stderr)
-	if r != nil {
-		fmt.Print(r.Markdown())
-		if o.out != "" {
-			paths, werr := r.WriteAll(o.out)
-			err = errors.Join(err, werr)
-			fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "notify:", err)
-		os.Exit(1)
-	}
+	report.Finish("notify", o.out, r, err)
 }
 
 // result is one run's measurement.

@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -75,20 +74,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), report.Signals...)
 	defer stop()
 	r, err := run(ctx, o, os.Stderr)
-	if r != nil {
-		fmt.Print(r.Markdown())
-		if o.out != "" {
-			paths, werr := r.WriteAll(o.out)
-			if werr != nil {
-				err = errors.Join(err, werr)
-			}
-			fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sessions:", err)
-		os.Exit(1)
-	}
+	report.Finish("sessions", o.out, r, err)
 }
 
 // securityOf maps the -security flag to a policy and mode.

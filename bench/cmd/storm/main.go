@@ -173,20 +173,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), report.Signals...)
 	defer stop()
 	r, err := run(ctx, o, os.Stderr)
-	if r != nil {
-		fmt.Print(r.Markdown())
-		if o.out != "" {
-			paths, werr := r.WriteAll(o.out)
-			if werr != nil {
-				err = errors.Join(err, werr)
-			}
-			fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "storm:", err)
-		os.Exit(1)
-	}
+	report.Finish("storm", o.out, r, err)
 }
 
 // run measures every configuration of o and returns the report (nil only if nothing ran).

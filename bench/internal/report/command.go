@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,4 +44,23 @@ func mainErr(suite, out string, run func(ctx context.Context, dir string) (*Repo
 	fmt.Print(r.Markdown())
 	fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
 	return nil
+}
+
+// Finish ends a command whose run may measure part of what it set out to before it
+// fails: the report r, when there is one, goes to standard output and, when out is set,
+// its files to out; err, or an error writing them, is printed with the suite's name and
+// exits 1.
+func Finish(suite, out string, r *Report, err error) {
+	if r != nil {
+		fmt.Print(r.Markdown())
+		if out != "" {
+			paths, werr := r.WriteAll(out)
+			err = errors.Join(err, werr)
+			fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, suite+":", err)
+		os.Exit(1)
+	}
 }
