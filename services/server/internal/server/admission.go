@@ -111,8 +111,9 @@ func (s *Server) admissionRejected(r admission.Rejection) {
 // at that stage).
 func (s *Server) observeAdmission() {
 	for stage := range admission.StageCount {
+		ledger := s.admission.Ledger(stage)
 		s.tel.Admission().ObserveStage(telStages[stage], func() telemetry.StageUsage {
-			ss := s.admission.Stats().Stages[stage]
+			ss := ledger.Stats()
 			return telemetry.StageUsage{Used: int64(ss.Used), Owners: int64(ss.Owners)}
 		})
 	}
