@@ -214,6 +214,9 @@ func meterCode(body, check []byte) ([]byte, error) {
 			fr.u32()
 			fr.valType()
 		}
+		if fr.err != nil {
+			return nil, fr.fail(fmt.Sprintf("locals of function body %d", i))
+		}
 		fn = append(fn, fr.b[start:fr.at]...)
 		fn = append(fn, check...)
 		if err := meterExpr(&fr, &fn, check); err != nil {

@@ -97,7 +97,7 @@ func TestMeterKeepsResults(t *testing.T) {
 			0x0b,
 		}},
 	}, true)
-	code = withLocal(t, code, 0) // "loop" keeps its accumulator in an i32 local
+	code = withLocal(code, 0, i32) // "loop" keeps its accumulator in an i32 local
 	mod, _ := instantiate(t, code)
 	for _, name := range []string{"loop", "rec"} {
 		out, err := mod.ExportedFunction(name).Call(context.Background(), 30000)
@@ -106,10 +106,9 @@ func TestMeterKeepsResults(t *testing.T) {
 	}
 }
 
-// withLocal returns code with one i32 local declared in function i of the code
+// withLocal returns code with one local of type typ declared in function fn of the code
 // section, which assemble declares none in.
-func withLocal(t *testing.T, code []byte, fn int) []byte {
-	t.Helper()
+func withLocal(code []byte, fn int, typ byte) []byte {
 	r := reader{b: code, at: 8}
 	out := append([]byte(nil), code[:8]...)
 	for !r.done() {
@@ -122,7 +121,7 @@ func withLocal(t *testing.T, code []byte, fn int) []byte {
 			for i := range n {
 				f := br.bytes(int(br.u32()))
 				if int(i) == fn {
-					f = append([]byte{0x01, 0x01, i32}, f[1:]...)
+					f = append([]byte{0x01, 0x01, typ}, f[1:]...)
 				}
 				nb = append(appendU32(nb, uint32(len(f))), f...)
 			}
@@ -130,7 +129,6 @@ func withLocal(t *testing.T, code []byte, fn int) []byte {
 		}
 		out = appendSection(out, id, body)
 	}
-	require.NoError(t, r.err)
 	return out
 }
 
@@ -164,6 +162,7 @@ func TestMeterRefuses(t *testing.T) {
 		"no functions":    assemble(nil, true),
 		"long LEB128":     append(append([]byte(nil), good[:8]...), 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
 		"bad import kind": assembleImport(0x07),
+		"bad local type":  withLocal(assemble([]wasmFunc{{name: "f"}}, true), 0, 0x01),
 	} {
 		_, err := meter(code)
 		require.Truef(t, errors.Is(err, errUnmeterable), "%s: %v", name, err)
