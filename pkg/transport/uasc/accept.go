@@ -9,11 +9,6 @@ import (
 	"uastack.dev/pkg/transport/uacp"
 )
 
-// maxRefusing bounds the refusals in progress at once (uacp.Refuse, at most
-// uacp.RefuseTimeout each); a connection refused beyond it is closed unanswered, so that a
-// flood of connections costs a bounded number of goroutines.
-const maxRefusing = 16
-
 // Refusal is a connection Serve turned away before reading from it.
 type Refusal struct {
 	// Remote is the peer's address.
@@ -90,7 +85,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // refuse answers nc with an ERR of r.Code on a goroutine that wg counts, or closes it
-// unanswered when maxRefusing refusals are in progress, and tells ServerConfig.Refused.
+// unanswered when ServerConfig.MaxRefusing refusals are in progress, and tells ServerConfig.Refused.
 func (s *Server) refuse(wg *sync.WaitGroup, nc net.Conn, r Refusal) {
 	r.Remote = nc.RemoteAddr()
 	select {

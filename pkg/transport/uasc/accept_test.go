@@ -148,13 +148,15 @@ func TestAdmit(t *testing.T) {
 }
 
 // TestRefusalsBounded fills the channel limit and then connects peers that send nothing
-// and do not close, so that each refusal lingers: beyond maxRefusing refusals in progress
+// and do not close, so that each refusal lingers: beyond MaxRefusing refusals in progress
 // a connection is closed without the ERR, and Refused says so.
 func TestRefusalsBounded(t *testing.T) {
 	t.Parallel()
 	var refused refusals
+	const maxRefusing = 16
 	ts := startServer(t, func(c *ServerConfig) {
 		c.MaxChannelCount = 1
+		c.MaxRefusing = maxRefusing
 		c.Refused = refused.add
 	})
 	_, err := openNone(t, ts.addr)

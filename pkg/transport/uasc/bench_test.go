@@ -342,7 +342,7 @@ func BenchmarkOpenSecureChannel(b *testing.B) {
 		copy(w, r)
 		h, _ := uacp.ParseHeader(w)
 		ch := uacp.Chunk{Header: h, Bytes: w}
-		if err := sc.open(&ch); err != nil {
+		if err := sc.open(context.Background(), &ch); err != nil {
 			b.Fatal(err)
 		}
 		srv.cfg.IDs.Free(sc.channelID)

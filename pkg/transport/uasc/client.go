@@ -175,7 +175,7 @@ func (cc *ClientChannel) sendOpen(rt ua.SecurityTokenRequestType) (uint32, polic
 	cc.renewID, cc.renewNon = reqID, nonce
 	cc.mu.Unlock()
 	cc.smu.Lock()
-	return reqID, nonce, cc.sendOPNUnlock(reqID, req)
+	return reqID, nonce, cc.sendOPNUnlock(reqID, req, func() {})
 }
 
 // openResponse checks an OPN response and derives the new token.

@@ -1,6 +1,7 @@
 package uasc
 
 import (
+	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/x509"
@@ -28,6 +29,15 @@ const (
 	DefaultMinTokenLifetime = 10 * time.Second
 	DefaultMaxTokenLifetime = time.Hour
 )
+
+// HandshakeGate bounds the OpenSecureChannel requests whose asymmetric cryptography runs
+// at once (ServerConfig.Handshakes). It must be safe for concurrent use.
+type HandshakeGate interface {
+	// Enter waits for a turn, until ctx ends: renew tells the renewal of an open
+	// channel's token, which completes what is established already, from the first OPN
+	// of a connection. ok false refuses the OPN; otherwise leave ends the turn.
+	Enter(ctx context.Context, renew bool) (leave func(), ok bool)
+}
 
 // ServerConfig configures a Server. It is read once by NewServer.
 type ServerConfig struct {
@@ -88,6 +98,11 @@ type ServerConfig struct {
 	// goroutine, so it must not block, and must be safe for concurrent use when Serve runs
 	// on several listeners.
 	Admit func(remote net.Addr) (release func(), code status.Code)
+	// MaxRefusing bounds the refusals in progress at once, each a goroutine that sends
+	// the ERR and waits up to uacp.RefuseTimeout for the peer to close; a connection
+	// refused beyond it is closed unanswered, so that a flood of connections costs a
+	// bounded number of goroutines. Zero means DefaultMaxRefusing.
+	MaxRefusing int
 	// Refused, when set, learns of every connection Serve refused. It runs on Serve's
 	// goroutine before the ERR is sent, so it must not block.
 	Refused func(Refusal)
@@ -101,6 +116,13 @@ type ServerConfig struct {
 	// as a connection ends.
 	Expired   func(Deadline)
 	Overdrawn func(Overdraft)
+	// Handshakes, when set, bounds the OpenSecureChannel requests whose asymmetric
+	// cryptography (RSA) runs at once, so that a connect storm cannot take every
+	// processor from the open channels' requests. ServeConn takes a turn of it once an
+	// OPN of a policy other than None is read whole and before its certificate is
+	// checked, and ends the turn once the response is sealed. An OPN that gets no turn
+	// ends the channel with an ERR BadTcpServerTooBusy.
+	Handshakes HandshakeGate
 	// Decode bounds the strings, byte strings and arrays of a request (Part 6 §5.2.2), and
 	// the memory it takes once decoded (MaxDecodeMultiple times its size, so that arrays
 	// of one-byte Variants cannot turn 16 MiB into gigabytes); zero fields take
@@ -133,6 +155,11 @@ const (
 // DefaultMaxChannelCount is the MaxChannelCount of a Server whose config names none: the
 // default of the server's limits.maxChannelCount.
 const DefaultMaxChannelCount = 1000
+
+// DefaultMaxRefusing is ServerConfig.MaxRefusing's default: enough that a client refused
+// in a storm is told so (a bare close looks like a failure, and carries no code to back
+// off on), for a few MiB of goroutines at most.
+const DefaultMaxRefusing = 256
 
 // orDefault returns d for zero, 0 (no bound) for a negative t, else t.
 func orDefault(t, d time.Duration) time.Duration {
@@ -191,7 +218,7 @@ type Server struct {
 	// realClock: cfg.Now was left to time.Now (see channel.timeOf).
 	realClock bool
 	// slots holds a token for every connection Serve is serving (MaxChannelCount), and
-	// refusing one for every refusal in progress (maxRefusing).
+	// refusing one for every refusal in progress (MaxRefusing).
 	slots, refusing chan struct{}
 
 	mu sync.Mutex // guards live, trustGen
@@ -278,6 +305,12 @@ func NewServer(cfg ServerConfig, h Handler) (*Server, error) {
 		s.cfg.MaxChannelCount = DefaultMaxChannelCount
 	}
 	s.slots = make(chan struct{}, s.cfg.MaxChannelCount)
-	s.refusing = make(chan struct{}, maxRefusing)
+	switch {
+	case s.cfg.MaxRefusing < 0:
+		return nil, errors.New("uasc: negative MaxRefusing")
+	case s.cfg.MaxRefusing == 0:
+		s.cfg.MaxRefusing = DefaultMaxRefusing
+	}
+	s.refusing = make(chan struct{}, s.cfg.MaxRefusing)
 	return s, nil
 }

@@ -2,8 +2,10 @@ package uasc
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
+	"sync"
 	"time"
 
 	"uastack.dev/pkg/codec"
@@ -13,8 +15,9 @@ import (
 	"uastack.dev/pkg/ua"
 )
 
-// open handles the first OPN (Part 6 §6.7.4, Part 4 §5.5.2).
-func (sc *ServerChannel) open(ch *uacp.Chunk) error {
+// open handles the first OPN (Part 6 §6.7.4, Part 4 §5.5.2), its cryptography within a
+// turn of ServerConfig.Handshakes that waits until ctx ends at the latest.
+func (sc *ServerChannel) open(ctx context.Context, ch *uacp.Chunk) error {
 	b := ch.Bytes
 	h, hdrLen, err := parseAsymmetricHeader(b)
 	if err != nil {
@@ -25,6 +28,11 @@ func (sc *ServerChannel) open(ch *uacp.Chunk) error {
 		return fmt.Errorf("uasc: security policy %q: %w", h.SecurityPolicyURI, status.BadSecurityPolicyRejected)
 	}
 	sc.pol, _ = policy.Lookup(h.SecurityPolicyURI)
+	leave, err := sc.enterHandshake(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := sc.setupAsym(&h); err != nil {
 		return err
 	}
@@ -58,8 +66,27 @@ func (sc *ServerChannel) open(ch *uacp.Chunk) error {
 	sc.sendTok = tok
 	sc.setSymmetricSizes(tok)
 	sc.armExpiryLocked(tok)
-	return sc.sendOPNUnlock(reqID, resp)
+	return sc.sendOPNUnlock(reqID, resp, leave)
 }
+
+// enterHandshake takes a turn of ServerConfig.Handshakes for the asymmetric work of an
+// OPN, waiting until ctx ends at the latest; the returned leave may be called more than
+// once. A channel of policy None does no such work and takes no turn.
+func (sc *ServerChannel) enterHandshake(ctx context.Context, renew bool) (leave func(), err error) {
+	g := sc.srv.cfg.Handshakes
+	if g == nil || !sc.asymmetricPolicy() {
+		return func() {}, nil
+	}
+	end, ok := g.Enter(ctx, renew)
+	if !ok {
+		return nil, fmt.Errorf("uasc: no turn for the OpenSecureChannel's cryptography: %w", status.BadTcpServerTooBusy)
+	}
+	var once sync.Once
+	return func() { once.Do(end) }, nil
+}
+
+// asymmetricPolicy reports whether the channel's policy signs and encrypts its OPNs.
+func (sc *ServerChannel) asymmetricPolicy() bool { return sc.pol.Info().URI != policy.URINone }
 
 // setupAsym checks the sender certificate and receiver thumbprint of an OPN and prepares
 // the asymmetric algorithms.
@@ -130,8 +157,10 @@ func (sc *ServerChannel) issue(req *ua.OpenSecureChannelRequest) (*token, *ua.Op
 	return tok, resp, nil
 }
 
-// sendOPNUnlock encodes and sends an OPN response; it is called with smu held and releases it.
-func (c *channel) sendOPNUnlock(requestID uint32, msg codec.Structure) error {
+// sendOPNUnlock encodes and sends an OPN response; it is called with smu held and releases
+// it. sealed runs once the response is sealed, before it is written: the end of the
+// handshake's turn, which a peer slow to read must not hold.
+func (c *channel) sendOPNUnlock(requestID uint32, msg codec.Structure, sealed func()) error {
 	e := codec.NewEncoder(nil)
 	e.Message(msg)
 	if err := e.Err(); err != nil {
@@ -139,6 +168,7 @@ func (c *channel) sendOPNUnlock(requestID uint32, msg codec.Structure) error {
 		return err
 	}
 	b, err := c.sealAsym(requestID, e.Bytes())
+	sealed()
 	if err != nil {
 		c.smu.Unlock()
 		return err
@@ -159,8 +189,9 @@ func decodeOPN(body []byte) (*ua.OpenSecureChannelRequest, error) {
 	return req, nil
 }
 
-// renew handles an OPN Renew on an open channel (Part 6 §6.7.6).
-func (sc *ServerChannel) renew(ch *uacp.Chunk) error {
+// renew handles an OPN Renew on an open channel (Part 6 §6.7.6), its cryptography within a
+// turn of ServerConfig.Handshakes.
+func (sc *ServerChannel) renew(ctx context.Context, ch *uacp.Chunk) error {
 	b := ch.Bytes
 	h, hdrLen, err := parseAsymmetricHeader(b)
 	if err != nil {
@@ -180,6 +211,11 @@ func (sc *ServerChannel) renew(ch *uacp.Chunk) error {
 			return fmt.Errorf("uasc: renewal from another certificate: %w", status.BadSecurityChecksFailed)
 		}
 	}
+	leave, err := sc.enterHandshake(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	reqID, body, err := sc.openAsym(b, hdrLen)
 	if err != nil {
 		return err
@@ -202,7 +238,7 @@ func (sc *ServerChannel) renew(ch *uacp.Chunk) error {
 	sc.recvToks = append(sc.recvToks, tok)
 	sc.smu.Lock()
 	sc.armExpiryLocked(tok)
-	return sc.sendOPNUnlock(reqID, resp)
+	return sc.sendOPNUnlock(reqID, resp, leave)
 }
 
 // activate makes a renewed token the send token once the client has used it (Part 6

@@ -107,7 +107,6 @@ func (s *Server) ServeConn(ctx context.Context, c *uacp.Conn) (err error) {
 	sc.asm = assembler{budget: s.cfg.Budget, maxSize: sc.neg.MaxReceiveMessageSize, maxChunks: sc.neg.MaxReceiveChunkCount,
 		maxRetained: s.cfg.MaxRetainedPerChannel, overdrawn: s.cfg.Overdrawn}
 	sc.maxBacklog = sendBacklog(s.cfg.MaxSendBacklog, sc.neg.MaxSendMessageSize)
-	sc.dec.CacheNodeIds(decodeCachedIDs)
 	// serve is done with each chunk before it reads the next: the assembler copies the
 	// parts of a message, and nothing decoded aliases the chunk.
 	c.LendChunks()
@@ -197,11 +196,21 @@ func (sc *ServerChannel) serve(ctx context.Context, openBy time.Time) error {
 		ch.Release()
 		return fmt.Errorf("uasc: %v before OpenSecureChannel: %w", ch.Header.Type, status.BadTcpSecureChannelUnknown)
 	}
-	err = sc.open(&ch)
+	openCtx := ctx
+	if !openBy.IsZero() {
+		// A turn for the OPN's cryptography is awaited no longer than the OPN itself.
+		var cancel context.CancelFunc
+		openCtx, cancel = context.WithDeadline(ctx, openBy)
+		defer cancel()
+	}
+	err = sc.open(openCtx, &ch)
 	ch.ReleaseZeroed()
 	if err != nil {
 		return err
 	}
+	// Only an open channel decodes requests: a connection that never gets this far (a
+	// storm's) costs no cache.
+	sc.dec.CacheNodeIds(decodeCachedIDs)
 	if err := sc.startHandler(); err != nil {
 		return err
 	}
@@ -244,7 +253,7 @@ func (sc *ServerChannel) serve(ctx context.Context, openBy time.Time) error {
 		var closed bool
 		switch ch.Header.Type {
 		case uacp.TypeOpen:
-			err = sc.renew(&ch)
+			err = sc.renew(ctx, &ch)
 		case uacp.TypeClose:
 			_, _, _, err = sc.openSym(ch.Bytes, sc.timeOf(&ch))
 			closed = err == nil
