@@ -94,6 +94,8 @@ func (c *Config) validateAdmission(ps *problems) {
 	}
 	ps.atLeast("limits.maxConnectionsPerSource", l.MaxConnectionsPerSource, 0)
 	ps.atLeast("limits.maxConcurrentSessionEstablishment", l.MaxConcurrentSessionEstablishment, 1)
+	ps.atLeast("limits.maxConcurrentHandshakes", l.MaxConcurrentHandshakes, 1)
+	ps.atLeast("limits.maxQueuedHandshakes", l.MaxQueuedHandshakes, 0)
 	ps.atLeast("limits.maxParkedRequestCount", l.MaxParkedRequestCount, 1)
 	ps.atLeast("limits.userNameLoginsPerMinute", l.UserNameLoginsPerMinute, 0)
 	if l.UserNameLoginsPerMinute > 0 {

@@ -228,6 +228,16 @@ type Limits struct {
 	// RetryAfterMs hint, before any RSA or password work. Default
 	// max(128, 8 × GOMAXPROCS), the .NET stack's.
 	MaxConcurrentSessionEstablishment int `koanf:"maxConcurrentSessionEstablishment"`
+	// MaxConcurrentHandshakes bounds the asymmetric cryptography (RSA) running
+	// at once: the OpenSecureChannel requests of policies other than None, and
+	// CreateSession and ActivateSession. Default max(1, GOMAXPROCS-1), so that a
+	// connect storm always leaves a processor to the established sessions'
+	// requests. MaxQueuedHandshakes bounds the new channels' OpenSecureChannel
+	// requests waiting for a turn; beyond it ERR BadTcpServerTooBusy. The work
+	// that completes what is admitted already (session establishment, token
+	// renewals) waits without bound, and goes first. Default 64.
+	MaxConcurrentHandshakes int `koanf:"maxConcurrentHandshakes"`
+	MaxQueuedHandshakes     int `koanf:"maxQueuedHandshakes"`
 	// MaxParkedRequestCount bounds the requests handed to node managers and not
 	// yet answered (queued, running or parked in a manager); beyond it
 	// BadServerTooBusy. Default 1000.
@@ -472,6 +482,8 @@ func Default() *Config {
 			ConnectionBurst:                   1000,
 			MaxConnectionsPerSource:           100,
 			MaxConcurrentSessionEstablishment: max(128, 8*runtime.GOMAXPROCS(0)),
+			MaxConcurrentHandshakes:           max(1, runtime.GOMAXPROCS(0)-1),
+			MaxQueuedHandshakes:               64,
 			MaxParkedRequestCount:             1000,
 			UserNameLoginsPerMinute:           120,
 			UserNameLoginBurst:                10,

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,10 @@ type QueueConfig struct {
 	// Panics counts and logs the panics of jobs, which a worker recovers from
 	// (telemetry.PlaceWorker); nil logs them only.
 	Panics *telemetry.Panics
+	// Handshakes, when set, is the lane of asymmetric cryptography: a job of
+	// StageSession (CreateSession, ActivateSession: RSA, password hashes) runs within a
+	// turn of it, at priority Finish, ahead of new channels' OpenSecureChannel.
+	Handshakes *admission.Lane
 }
 
 // Queue is the request queue and its workers (DESIGN.md "How a request flows", step 5):
@@ -109,6 +114,7 @@ type Queue struct {
 	sessionWorkers int
 	weight         func(admission.Owner) int
 	panics         *telemetry.Panics
+	handshakes     *admission.Lane
 
 	mu sync.Mutex // guards slots, free, n, seq, byStage, lanes, turn, running, idle, sessionsRunning, closed, lastTake, backlog, interval
 	// wake is signalled once per job queued while a worker idles, and broadcast by close.
@@ -165,6 +171,7 @@ func NewQueue(capacity, min, max int, now func() time.Time) *Queue {
 func NewQueueWith(cfg QueueConfig) *Queue {
 	q := newQueue(cfg, cfg.Ledger.Capacity()+cfg.SessionCapacity)
 	q.ledger, q.fair, q.sessionWorkers, q.weight, q.panics = cfg.Ledger, cfg.Fair, cfg.SessionWorkers, cfg.Weight, cfg.Panics
+	q.handshakes = cfg.Handshakes
 	q.initLanes()
 	return q
 }
@@ -312,7 +319,11 @@ func (q *Queue) work() {
 		q.mu.Unlock()
 		q.release(j.charge)
 		q.busy.Add(1)
-		q.run(j.Run)
+		if session {
+			q.runSession(j.Run)
+		} else {
+			q.run(j.Run)
+		}
 		q.busy.Add(-1)
 		q.jobs.Done()
 		q.mu.Lock()
@@ -333,6 +344,14 @@ func (q *Queue) work() {
 func (q *Queue) run(job func()) {
 	defer q.panics.Recover(telemetry.PlaceWorker)
 	job()
+}
+
+// runSession runs a job of StageSession within a turn of the lane of asymmetric
+// cryptography, if there is one.
+func (q *Queue) runSession(job func()) {
+	leave, _ := q.handshakes.Enter(context.Background(), admission.Finish)
+	defer leave()
+	q.run(job)
 }
 
 // tookLocked records a take for the drain rate.

@@ -27,6 +27,7 @@ func (s *Server) buildAdmission() error {
 		return err
 	}
 	s.admission = ctl
+	s.handshakes = admission.NewLane(s.cfg.Limits.MaxConcurrentHandshakes, s.cfg.Limits.MaxQueuedHandshakes)
 	s.rejections = telemetry.NewLogLimiter(s.log, rejectionLog)
 	tel := s.tel.Admission()
 	s.sessions.Observe(func(c *session.Change) {
@@ -58,6 +59,7 @@ func (s *Server) newQueue() *pipeline.Queue {
 		Fair:            fair,
 		Weight:          s.admission.Weight,
 		Panics:          s.tel.Panics(),
+		Handshakes:      s.handshakes,
 	}
 	if fair {
 		cfg.SessionWorkers = runtime.GOMAXPROCS(0)
@@ -149,6 +151,23 @@ func (s *Server) reassemblyRefused(o uasc.Overdraft) {
 		reason = telemetry.ReasonOwnerLimit
 	}
 	s.tel.Admission().Rejected(telemetry.StageRetained, reason)
+}
+
+// handshakeGate gives the OpenSecureChannel requests their turns of the server's lane of
+// asymmetric cryptography (uasc.ServerConfig.Handshakes): a renewal completes an open
+// channel and goes first, a new channel's OPN is refused past the lane's queue, counted.
+type handshakeGate struct{ s *Server }
+
+func (g handshakeGate) Enter(ctx context.Context, renew bool) (func(), bool) {
+	p := admission.Begin
+	if renew {
+		p = admission.Finish
+	}
+	leave, ok := g.s.handshakes.Enter(ctx, p)
+	if !ok && ctx.Err() == nil {
+		g.s.tel.Admission().ConnectionRefused(telemetry.RefusedHandshakes)
+	}
+	return leave, ok
 }
 
 // admitConnection is the listener's admission (uasc.ServerConfig.Admit), counted.

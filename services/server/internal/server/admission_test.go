@@ -32,6 +32,7 @@ import (
 	"uastack.dev/services/server/internal/admission"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/pipeline"
+	"uastack.dev/services/server/internal/telemetry"
 )
 
 // The hostile tests of issue 18's admission: each attacks from one or more loopback
@@ -791,4 +792,69 @@ func TestAdmissionParkedRequests(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool { return parkedNow() == 0 }, 5*time.Second, time.Millisecond, "answered requests give their units back")
+}
+
+// TestAdmissionHandshakeQueue: a flood of Basic256Sha256 OpenSecureChannel requests takes
+// turns at one processor's RSA (limits.maxConcurrentHandshakes=1) with two waiting at
+// most (limits.maxQueuedHandshakes=2); the excess is answered with an ERR
+// BadTcpServerTooBusy and counted, a None client reads meanwhile, and once the flood is
+// over the lane is whole: a secured channel opens at once.
+func TestAdmissionHandshakeQueue(t *testing.T) {
+	t.Parallel()
+	ps := startPipeline(t, &slowManager{}, func(c *config.Config) {
+		c.Security.AutoAcceptUntrusted = true
+		c.Limits.MaxConcurrentHandshakes, c.Limits.MaxQueuedHandshakes = 1, 2
+		c.Limits.ConnectionsPerSecond, c.Limits.MaxConnectionsPerSource = 0, 0
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cert, key := applicationIdentity(t, "urn:admission:handshakes")
+
+	const flood = 24
+	var opened, busy atomic.Int32
+	var others []error
+	var mu sync.Mutex // guards others
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range flood {
+		wg.Go(func() {
+			nc, err := dialFrom(ctx, "127.0.0.2", ps.url)
+			if err != nil {
+				mu.Lock()
+				others = append(others, err)
+				mu.Unlock()
+				return
+			}
+			defer nc.Close()
+			<-start
+			ch, err := secureChannel(ctx, nc, ps.url, ps.srv.cert.Raw, cert, key)
+			switch {
+			case err == nil:
+				opened.Add(1)
+				_ = ch.Close()
+			case errors.Is(err, status.BadTcpServerTooBusy):
+				busy.Add(1)
+			default:
+				mu.Lock()
+				others = append(others, err)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	tries, err := legitRead(ctx, "127.0.0.3", ps.url)
+	require.NoError(t, err, "a None client is served during the flood")
+	wg.Wait()
+	t.Logf("%d secured channels at once: %d opened, %d refused busy; None client served after %d tries", flood, opened.Load(), busy.Load(), tries)
+	require.Empty(t, others)
+	require.Positive(t, busy.Load(), "the excess is told the server is too busy")
+	require.GreaterOrEqual(t, opened.Load(), int32(3), "the turn and the queue are served")
+	require.Equal(t, uint64(busy.Load()), ps.srv.tel.Admission().Refused(telemetry.RefusedHandshakes))
+	require.Zero(t, ps.srv.handshakes.Waiting())
+
+	nc, err := dialFrom(ctx, "127.0.0.4", ps.url)
+	require.NoError(t, err)
+	ch, err := secureChannel(ctx, nc, ps.url, ps.srv.cert.Raw, cert, key)
+	require.NoError(t, err, "the lane is whole again")
+	require.NoError(t, ch.Close())
 }

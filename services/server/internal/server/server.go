@@ -88,6 +88,9 @@ type Server struct {
 	// admission decides who may connect, establish a session and queue requests, and
 	// how clients share each stage (limits.isolationProfile).
 	admission *admission.Controller
+	// handshakes is the lane of asymmetric cryptography (limits.maxConcurrentHandshakes)
+	// that OpenSecureChannel and session establishment take turns of.
+	handshakes *admission.Lane
 	// rejections rate-limits the log lines of admission refusals.
 	rejections *telemetry.LogLimiter
 	// tel is the metrics, served on /metrics and pushed over OTLP (run.go).
@@ -270,6 +273,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		MaxChannelCount: cfg.Limits.MaxChannelCount,
 		Admit:           s.admitConnection,
 		Refused:         s.refused,
+		Handshakes:      handshakeGate{s},
 		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
 		// transport deadlines and the reassembly budget
 		Budget:                s.retained,

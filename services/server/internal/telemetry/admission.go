@@ -77,10 +77,13 @@ const (
 	// RefusedIsolation: the connection stage of isolation refused the owner (counted in
 	// the rejections with its reason as well).
 	RefusedIsolation
+	// RefusedHandshakes: the connection's OpenSecureChannel found
+	// limits.maxQueuedHandshakes others waiting for a turn at the cryptography.
+	RefusedHandshakes
 	refusalCount
 )
 
-var refusalNames = [refusalCount]string{"rate", "backlog", "source_limit", "channel_limit", "isolation"}
+var refusalNames = [refusalCount]string{"rate", "backlog", "source_limit", "channel_limit", "isolation", "handshakes"}
 
 // String returns the refusal's label value.
 func (r Refusal) String() string {
