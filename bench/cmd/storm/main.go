@@ -59,6 +59,7 @@ type options struct {
 	rudeSessionTimeout time.Duration
 	coopDeadline       time.Duration
 	baseline           time.Duration
+	baselineMax        time.Duration // the baseline's bound while it waits for GC cycles
 	settle             time.Duration
 	interval           time.Duration // publishing interval and write period
 	probes             int           // established sessions that also Read
@@ -70,12 +71,14 @@ type options struct {
 	sessionHeadroom    int // maxSessionCount above the established sessions
 	channelHeadroom    int // maxChannelCount above them
 	clientProcs        int // GOMAXPROCS of the storm process
+	stormNice          int // nice value of the storm process
 	base               []string
 	configs            []serverConfig
 	security           string
 	server             string
 	out                string
 	quiet              bool
+	profile            string // directory for the server's profiles during the storm
 	dir                string // the run's folder, holding the identities (set by run)
 }
 
@@ -85,7 +88,8 @@ const (
 	defaultAdmission   = ""
 	defaultNoAdmission = "limits.isolationProfile=SharedOnly limits.connectionsPerSecond=0 " +
 		"limits.maxConnectionsPerSource=0 limits.maxConcurrentSessionEstablishment=100000 " +
-		"limits.unactivatedSessionTimeout=0 limits.ownerShare=1"
+		"limits.unactivatedSessionTimeout=0 limits.ownerShare=1 " +
+		"limits.maxConcurrentHandshakes=100000 limits.maxQueuedHandshakes=100000"
 )
 
 func parse(args []string) (options, error) {
@@ -102,7 +106,8 @@ func parse(args []string) (options, error) {
 	fs.DurationVar(&o.rudeTimeout, "rude-timeout", 5*time.Second, "a rude attempt gives up (and the client retries) after it")
 	fs.DurationVar(&o.rudeSessionTimeout, "rude-session-timeout", 30*time.Second, "session timeout the rude clients request")
 	fs.DurationVar(&o.coopDeadline, "coop-deadline", 2*time.Minute, "a cooperative client gives up after it")
-	fs.DurationVar(&o.baseline, "baseline", 10*time.Second, "baseline window before the storm")
+	fs.DurationVar(&o.baseline, "baseline", 10*time.Second, "baseline window before the storm, at least; it goes on until the server has completed two GC cycles in it")
+	fs.DurationVar(&o.baselineMax, "baseline-max", 3*time.Minute, "the baseline's bound while it waits for the server's GC cycles")
 	fs.DurationVar(&o.settle, "settle", 0, "how long after the storm to wait for the orphans to go (default: rude-session-timeout + 30s)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "publishing interval and write period")
 	fs.IntVar(&o.probes, "probes", 4, "established sessions that also Read steadily")
@@ -114,6 +119,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.sessionHeadroom, "session-headroom", 200, "limits.maxSessionCount and maxSubscriptionCount above the established sessions")
 	fs.IntVar(&o.channelHeadroom, "channel-headroom", 1000, "limits.maxChannelCount above the established sessions")
 	fs.IntVar(&o.clientProcs, "client-procs", 1, "GOMAXPROCS of the storm process")
+	fs.IntVar(&o.stormNice, "storm-nice", 0, "nice value of the storm process (0 to 19)")
 	base := fs.String("set", "", "--set key=value flags for every configuration, space-separated")
 	admission := fs.String("admission", defaultAdmission, "--set key=value flags of the configuration with admission, space-separated")
 	noAdmission := fs.String("no-admission", defaultNoAdmission, "--set key=value flags of the configuration without admission, space-separated")
@@ -122,6 +128,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	fs.StringVar(&o.out, "out", "", "directory for storm.md and storm.json; empty prints Markdown only")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&o.profile, "profile", "", "directory for the server's trace, CPU profile, heap and goroutines, taken 2 s into the storm (needs -set observability.metricsAddr=host:port)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -139,6 +146,9 @@ func parse(args []string) (options, error) {
 			return o, fmt.Errorf("%q is not key=value", kv)
 		}
 	}
+	if o.profile != "" && metricsAddr(o.base) == "" {
+		return o, errors.New("-profile needs -set observability.metricsAddr=host:port")
+	}
 	if o.settle == 0 {
 		o.settle = o.rudeSessionTimeout + 30*time.Second
 	}
@@ -151,6 +161,8 @@ func parse(args []string) (options, error) {
 		return o, errors.New("want 1 ≤ -probes ≤ -n")
 	case o.inflight < 1 || o.rudeSources < 1 || o.apps < 1 || o.coopApps < 1 || o.perSource < 1 || o.concurrency < 1 || o.clientProcs < 1:
 		return o, errors.New("-inflight, -rude-sources, -apps, -coop-apps, -per-source, -concurrency and -client-procs must be positive")
+	case o.stormNice < 0 || o.stormNice > 19:
+		return o, errors.New("-storm-nice is 0 to 19")
 	case o.dropShare < 0 || o.dropShare > 1 || o.abandonShare < 0 || o.abandonShare > 1:
 		return o, errors.New("-drop and -abandon are shares from 0 to 1")
 	case o.sessions/o.perSource >= 254*256 || o.rudeSources > 254*256:

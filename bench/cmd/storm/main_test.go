@@ -42,7 +42,7 @@ func TestStormSmoke(t *testing.T) {
 	o, err := parse([]string{
 		"-server", bin, "-quiet",
 		"-n", "20", "-storm", "200", "-coop", "20", "-within", "2s", "-inflight", "50",
-		"-baseline", "2s", "-apps", "2", "-per-source", "5",
+		"-baseline", "2s", "-baseline-max", "4s", "-apps", "2", "-per-source", "5",
 		// Sessions left behind time out within seconds, not the default 30 s.
 		"-rude-session-timeout", "2s", "-settle", "20s", "-set", "limits.minSessionTimeout=1s",
 	})
@@ -68,6 +68,8 @@ func TestStormSmoke(t *testing.T) {
 		require.Positive(t, get(rowReadRatio, cfg), cfg)
 		require.Positive(t, get(rowRSSBefore, cfg), cfg)
 		require.Positive(t, get(rowRSSRatio, cfg), cfg)
+		require.InDelta(t, 3.0, get(rowBaselineTook, cfg), 1.1, "the baseline, 2 s and then up to 4 s for GC cycles: %s", cfg)
+		require.GreaterOrEqual(t, get(rowBaselineGCs, cfg), 0.0, cfg)
 		require.Positive(t, get(rowNotesBefore, cfg), cfg)
 		require.Equal(t, 20.0, get(rowCoopIn, cfg), cfg)
 		require.Positive(t, get(rowCoopAllIn, cfg), cfg)
@@ -104,6 +106,7 @@ func TestParse(t *testing.T) {
 			"limits.isolationProfile=SharedOnly", "limits.connectionsPerSecond=0",
 			"limits.maxConnectionsPerSource=0", "limits.maxConcurrentSessionEstablishment=100000",
 			"limits.unactivatedSessionTimeout=0", "limits.ownerShare=1",
+			"limits.maxConcurrentHandshakes=100000", "limits.maxQueuedHandshakes=100000",
 		}},
 	}, o.configs)
 	require.Equal(t, []string{

@@ -20,6 +20,10 @@ import (
 	"uastack.dev/pkg/ua/id"
 )
 
+// baselineCycles is the server's GC cycles the baseline spans at least (within
+// -baseline-max).
+const baselineCycles = 2
+
 // serverConfig is one server configuration of the comparison: a name and the --set
 // flags it adds to the base ones.
 type serverConfig struct {
@@ -101,7 +105,9 @@ type outcome struct {
 	before, during                              time.Duration // the baseline and the storm
 	readsBefore, readsDuring                    []time.Duration
 	readErrors                                  int
-	rssBefore, rssPeak                          int64 // the baseline's peak, the storm's peak
+	rssBefore, rssPeak                          int64  // the baseline's peak, the storm's peak
+	baselineGCs                                 int64  // the server's GC cycles in the baseline
+	metrics                                     string // the server's observability.metricsAddr
 	cpuBefore, cpuDuring                        time.Duration
 	benchCPU                                    time.Duration // this process over the storm
 	storm                                       *stormResult
@@ -132,8 +138,13 @@ func baseSets(o options) []string {
 // measure runs the whole sequence against one server configuration: establish, baseline,
 // storm, settle.
 func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, ids *identities, prog *report.Progress, logw io.Writer) (*outcome, error) {
-	res := &outcome{cfg: cfg, sets: append(baseSets(o), cfg.Sets...), settled: -1}
+	res := &outcome{cfg: cfg, settled: -1}
 	pol, mode, err := load.SecurityOf(o.security)
+	if err != nil {
+		return nil, err
+	}
+	// The server's /metrics tells the baseline when it has seen whole GC cycles.
+	res.sets, res.metrics, err = withMetrics(append(baseSets(o), cfg.Sets...))
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +274,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 		Attempts: o.attempts, Within: o.within, Clients: o.cooperative, InFlight: o.inflight,
 		Sources: o.rudeSources, DropShare: o.dropShare, AbandonShare: o.abandonShare,
 		RudeTimeout: o.rudeTimeout, RudeSessionTimeout: o.rudeSessionTimeout, CoopDeadline: o.coopDeadline,
+		Nice: o.stormNice,
 	}, o.clientProcs, logw)
 	if err != nil {
 		return nil, err
@@ -351,7 +363,28 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 		return nil, err
 	}
 	t0 := time.Now()
+	gc0, gcErr := gcCycles(ctx, res.metrics)
 	sleep(ctx, o.baseline)
+	// The resident memory before the storm is a peak only over whole GC cycles: the
+	// heap grows to its goal between two collections, and a baseline that ends halfway
+	// would take the storm's part of a cycle for the storm's cost.
+	for gcErr == nil && ctx.Err() == nil {
+		var n int64
+		if n, gcErr = gcCycles(ctx, res.metrics); gcErr != nil || n-gc0 >= baselineCycles {
+			res.baselineGCs = n - gc0
+			break
+		}
+		if time.Since(t0) >= o.baselineMax {
+			res.baselineGCs = n - gc0
+			break
+		}
+		sleep(ctx, time.Second)
+	}
+	if gcErr != nil {
+		close(stopLoad)
+		loadWG.Wait()
+		return nil, fmt.Errorf("counting the server's GC cycles: %w", gcErr)
+	}
 	res.before = time.Since(t0)
 	cpu1, _ := proc.CPUTime(srv.Pid())
 
@@ -370,6 +403,9 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	// gone: watched from then on, while cooperative clients may still be connecting.
 	var watched chan orphanWatch
 	err = sp.begin()
+	if o.profile != "" {
+		go profileStorm(ctx, metricsAddr(append(append([]string{}, o.base...), cfg.Sets...)), o.profile, cfg.Name, logw)
+	}
 	if err == nil {
 		err = sp.expect(ctx, o.within+o.rudeTimeout+time.Minute, "rude-done")
 	}

@@ -61,6 +61,8 @@ const (
 	rowServerDuring   = "server CPU during the storm (% of a core)"
 	rowStormCPU       = "storm process CPU (% of a core)"
 	rowBenchCPU       = "bench process CPU during the storm (% of a core)"
+	rowBaselineGCs    = "server GC cycles in the baseline"
+	rowBaselineTook   = "baseline (s)"
 	rowLoadBefore     = "load average before"
 	rowLoadDuring     = "load average after the storm"
 
@@ -103,6 +105,8 @@ var metrics = []metric{
 	{rowReadsDuring, always(func(r *outcome) float64 { return float64(len(r.readsDuring)) })},
 	{rowReadErrors, always(func(r *outcome) float64 { return float64(r.readErrors) })},
 	{rowRSSBefore, always(func(r *outcome) float64 { return mib(r.rssBefore) })},
+	{rowBaselineTook, always(func(r *outcome) float64 { return r.before.Seconds() })},
+	{rowBaselineGCs, always(func(r *outcome) float64 { return float64(r.baselineGCs) })},
 	{rowRSSPeak, always(func(r *outcome) float64 { return mib(r.rssPeak) })},
 	{rowRSSRatio, always(func(r *outcome) float64 { return ratio(float64(r.rssPeak), float64(r.rssBefore)) })},
 	{rowNotesBefore, always(func(r *outcome) float64 { return float64(r.notesBefore) / max(r.before.Seconds(), 1e-9) })},
@@ -208,13 +212,13 @@ func build(o options, outs []*outcome) *report.Report {
 	r.Note("storm: %d attempts planned within %v: %d cooperative clients of %d applications (pkg/client, Backoff with unbounded attempts, %v deadline) "+
 		"and %d rude attempts, at most %d in flight, from %d source addresses; %.0f%% of the rude drop mid-handshake (half once OpenSecureChannel is sent, half after CreateSession), "+
 		"%.0f%% of the rude whole sessions are abandoned, a rude attempt gives up after %v, rude sessions ask for a %v timeout; "+
-		"the storm process runs with GOMAXPROCS=%d; %s on every channel",
+		"the storm process runs with GOMAXPROCS=%d and nice %d; %s on every channel",
 		o.attempts, o.within, o.cooperative, o.coopApps, o.coopDeadline, max(o.attempts-o.cooperative, 0), o.inflight, o.rudeSources,
-		100*o.dropShare, 100*o.abandonShare, o.rudeTimeout, o.rudeSessionTimeout, o.clientProcs, o.security)
+		100*o.dropShare, 100*o.abandonShare, o.rudeTimeout, o.rudeSessionTimeout, o.clientProcs, o.stormNice, o.security)
 	r.Note("established: %d sessions of %d applications, %d per source address, one subscription (%v) and one item each; "+
-		"%d of them Read every %v; baseline %v; orphans are the rude application's sessions in the server's SessionDiagnosticsArray once the last rude client is gone, "+
+		"%d of them Read every %v; baseline %v at least, and until the server has completed %d GC cycles in it (at most %v); orphans are the rude application's sessions in the server's SessionDiagnosticsArray once the last rude client is gone, "+
 		"watched for up to %v, and at the end CurrentSessionCount is back to the kept sessions (the established and the bench's control session)",
-		o.sessions, o.apps, o.perSource, o.interval, o.probes, o.probeEvery, o.baseline, o.settle)
+		o.sessions, o.apps, o.perSource, o.interval, o.probes, o.probeEvery, o.baseline, baselineCycles, o.baselineMax, o.settle)
 	return r
 }
 

@@ -54,6 +54,7 @@ type plan struct {
 	RudeTimeout             time.Duration // a rude client gives up an attempt after it
 	RudeSessionTimeout      time.Duration // the session timeout rude clients ask for
 	CoopDeadline            time.Duration // a cooperative client gives up after it
+	Nice                    int           // the storm process's nice value (-storm-nice)
 }
 
 // stormResult is what the storm process answers.
@@ -115,6 +116,11 @@ func stormServe(stdin io.Reader, stdout io.Writer) error {
 	var p plan
 	if err := json.Unmarshal(line, &p); err != nil {
 		return fmt.Errorf("plan: %w", err)
+	}
+	if p.Nice != 0 {
+		if err := renice(p.Nice); err != nil {
+			return fmt.Errorf("nice %d: %w", p.Nice, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
