@@ -8,13 +8,20 @@ import "hash/maphash"
 // nodes over and over. It is four-way set-associative: a set of four slots holds the last
 // four identifiers that hashed to it, so that a working set of a few hundred identifiers
 // rarely evicts itself, and its memory stays bounded by the slot count times maxCachedID.
+// It starts small and doubles, up to its bound, when an identifier would evict another:
+// most connections use a few identifiers, and a server holds thousands of connections,
+// whose slots the garbage collector scans on every cycle.
 type idCache struct {
 	seed  maphash.Seed
 	slots []string // len is a power of two, at least idWays; slots [4k, 4k+4) form a set
+	max   int      // the bound of len(slots)
 	// last is the identifier returned last, checked before hashing: on a server channel
 	// the token that begins each request is the one the previous request began with.
 	last string
 }
+
+// idFirstSlots is the slots an idCache starts with, at most.
+const idFirstSlots = 16
 
 // idWays is the number of slots of a set.
 const idWays = 4
@@ -30,13 +37,17 @@ func (c *idCache) str(b []byte) string {
 	if c.last == string(b) { // the comparison does not copy b
 		return c.last
 	}
-	i := maphash.Bytes(c.seed, b) & uint64(len(c.slots)-idWays)
-	set := c.slots[i : i+idWays : i+idWays]
+	h := maphash.Bytes(c.seed, b)
+	set := c.set(h)
 	for _, s := range set {
 		if s == string(b) {
 			c.last = s
 			return s
 		}
+	}
+	for set[idWays-1] != "" && len(c.slots) < c.max {
+		c.grow()
+		set = c.set(h)
 	}
 	s := string(b)
 	copy(set[1:], set[:idWays-1]) // the oldest leaves
@@ -45,8 +56,30 @@ func (c *idCache) str(b []byte) string {
 	return s
 }
 
+// set returns the set of hash h.
+func (c *idCache) set(h uint64) []string {
+	i := h & uint64(len(c.slots)-idWays)
+	return c.slots[i : i+idWays : i+idWays]
+}
+
+// grow doubles the slots and places the cached identifiers again, the newer of a set
+// first as before.
+func (c *idCache) grow() {
+	old := c.slots
+	c.slots = make([]string, 2*len(old))
+	for i := 0; i < len(old); i += idWays {
+		for j := i + idWays - 1; j >= i; j-- { // the oldest first, so the newest ends first
+			if s := old[j]; s != "" {
+				set := c.set(maphash.String(c.seed, s))
+				copy(set[1:], set[:idWays-1])
+				set[0] = s
+			}
+		}
+	}
+}
+
 // CacheNodeIds makes d keep the identifiers of the String, Guid and Opaque NodeIds it
-// decodes in a cache of about n entries (rounded up to a power of two), so that a NodeId
+// decodes in a cache of up to about n entries (rounded up to a power of two), so that a NodeId
 // decoded again shares the earlier string instead of allocating a new one. n <= 0 turns
 // the cache off. The cache survives Reset; it is meant for a Decoder that one connection
 // reuses for all its messages. Cached strings are copies, never the input buffer.
@@ -59,5 +92,5 @@ func (d *Decoder) CacheNodeIds(n int) {
 	for size < n {
 		size <<= 1
 	}
-	d.ids = &idCache{seed: maphash.MakeSeed(), slots: make([]string, size)}
+	d.ids = &idCache{seed: maphash.MakeSeed(), slots: make([]string, min(size, idFirstSlots)), max: size}
 }
