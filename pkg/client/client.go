@@ -47,8 +47,12 @@ type Client struct {
 	// cur is the channel and session token calls use; replaced by reconnects.
 	cur atomic.Pointer[link]
 
-	rmu  sync.Mutex // guards sess, keepAlive.Reset, cfg.failover and, during a failover, url, host, ep, eps, serverCert; held for a whole (re)connect so that one runs at a time
+	rmu  sync.Mutex // guards sess, spare, keepAlive.Reset, cfg.failover and, during a failover, url, host, ep, eps, serverCert; held for a whole (re)connect so that one runs at a time
 	sess session
+	// spare is a channel kept open across a retry after the server refused a session on
+	// it as busy or full, so that the retry spends no second handshake (its RSA, and the
+	// server's, is what a connect storm is short of).
+	spare *uasc.ClientChannel
 
 	// sessGen counts the sessions created, so that subscriptions notice a new one and
 	// move to it (publish.go).
@@ -119,7 +123,9 @@ func dial(ctx context.Context, endpointURL string, cfg config) (*Client, error) 
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if err := retry(ctx, c.cfg.backoff, c.cfg.onRetry, func() error { return c.connect(ctx, false) }); err != nil {
+	err = retry(ctx, c.cfg.backoff, c.cfg.onRetry, func() error { return c.connect(ctx, false) })
+	c.dropSpare()
+	if err != nil {
 		return nil, err
 	}
 	c.startKeepAlive()
@@ -249,6 +255,9 @@ func (c *Client) rediscover(ctx context.Context) (changed bool, err error) {
 // re-activates the current session (Part 4 §5.6.3), and creates a new session only if
 // the server refuses that. The caller holds rmu.
 func (c *Client) connect(ctx context.Context, reuse bool) error {
+	if ch := c.takeSpare(); ch != nil {
+		return c.bringUp(ctx, ch, reuse)
+	}
 	ch, err := c.openChannel(ctx)
 	if err != nil && c.ep.SecurityPolicyUri != policy.URINone && identityMayHaveChanged(err) {
 		// The server may have a new certificate since its endpoints were cached: ask
@@ -264,6 +273,13 @@ func (c *Client) connect(ctx context.Context, reuse bool) error {
 	if err != nil {
 		return err
 	}
+	return c.bringUp(ctx, ch, reuse)
+}
+
+// bringUp brings a session up on the open channel ch, as connect says. When the server
+// refuses the session as busy or full and ch is still open, ch is kept as the spare for
+// the next attempt; otherwise a failure closes it.
+func (c *Client) bringUp(ctx context.Context, ch *uasc.ClientChannel, reuse bool) error {
 	if reuse && !c.sess.token.IsNull() {
 		err := c.activate(ctx, ch)
 		if err == nil {
@@ -271,16 +287,48 @@ func (c *Client) connect(ctx context.Context, reuse bool) error {
 			return nil
 		}
 		if ch.Err() != nil || retryable(err) {
-			ch.Close()
+			c.keepOrClose(ch, err)
 			return err
 		}
 		// The server no longer knows the session (or refuses to move it): start over.
 	}
 	if err := c.newSession(ctx, ch); err != nil {
-		ch.Close()
+		c.keepOrClose(ch, err)
 		return err
 	}
 	return nil
+}
+
+// keepOrClose keeps ch as the spare when err is a refusal of the session by a busy or
+// full server and ch is still open, and closes it otherwise.
+func (c *Client) keepOrClose(ch *uasc.ClientChannel, err error) {
+	var lost *lostSession
+	busy := errors.Is(err, status.BadServerTooBusy) || errors.Is(err, status.BadTooManySessions) || errors.As(err, &lost)
+	if busy && ch.Err() == nil && !c.closed.Load() {
+		c.dropSpare()
+		c.spare = ch
+		return
+	}
+	ch.Close()
+}
+
+// takeSpare returns the spare channel if it is still open, and forgets it.
+func (c *Client) takeSpare() *uasc.ClientChannel {
+	ch := c.spare
+	c.spare = nil
+	if ch != nil && ch.Err() != nil {
+		ch.Close()
+		return nil
+	}
+	return ch
+}
+
+// dropSpare closes the spare channel, if any: once the retries are over.
+func (c *Client) dropSpare() {
+	if c.spare != nil {
+		c.spare.Close()
+		c.spare = nil
+	}
 }
 
 // newSession creates and activates a session on ch and makes it current. The caller
@@ -341,6 +389,7 @@ func (c *Client) reconnect(ctx context.Context, old *link) error {
 	}
 	old.ch.Close()
 	err := retry(ctx, c.cfg.backoff, c.cfg.onRetry, func() error { return c.connect(ctx, true) })
+	c.dropSpare()
 	if err != nil && len(c.cfg.failover) > 0 && ctx.Err() == nil {
 		return c.failover(ctx, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,10 +33,38 @@ type fakeServer struct {
 	refuseCode status.Code
 	hint       time.Duration
 
-	mu       sync.Mutex  // guards creates, sessions, known
+	mu       sync.Mutex  // guards creates, channels, sessions, known
 	creates  []time.Time // arrival of each CreateSession
+	channels []uint32    // the SecureChannelId of each CreateSession
 	sessions int
 	known    map[codec.NodeId]bool // authentication tokens of live sessions
+	conns    atomic.Int32          // connections the server holds
+}
+
+// countingListener counts the connections its server holds until it closes them.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.n.Add(1)
+	return &countedConn{Conn: nc, n: l.n}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	n    *atomic.Int32
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.n.Add(-1) })
+	return c.Conn.Close()
 }
 
 // forget drops every session, as a restarted server would.
@@ -56,7 +85,7 @@ func startFake(t *testing.T, f *fakeServer) *fakeServer {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.Serve(ctx, countingListener{Listener: ln, n: &f.conns}) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -86,6 +115,7 @@ func (f *fakeServer) handle(_ context.Context, req uasc.Request) {
 	case *ua.CreateSessionRequest:
 		f.mu.Lock()
 		f.creates = append(f.creates, time.Now())
+		f.channels = append(f.channels, req.Channel.ID())
 		refuse := len(f.creates) <= f.refusals
 		f.sessions++
 		n := f.sessions
@@ -161,6 +191,11 @@ func TestRetryAfterHint(t *testing.T) {
 			for i := 1; i < len(creates); i++ {
 				require.GreaterOrEqual(t, creates[i].Sub(creates[i-1]), hint, "retry %d came too soon", i)
 			}
+			f.mu.Lock()
+			channels := f.channels
+			f.mu.Unlock()
+			require.Equal(t, []uint32{channels[0], channels[0], channels[0]}, channels,
+				"the retries reuse the channel the session was refused on: no second handshake")
 		})
 	}
 }
@@ -193,6 +228,8 @@ func TestAttemptsBound(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	require.Len(t, f.creates, 3)
+	require.Eventually(t, func() bool { return f.conns.Load() == 0 }, 5*time.Second, time.Millisecond,
+		"the channel kept for the retries is closed once Dial gives up")
 }
 
 // TestInFlight sends Reads from 50 goroutines, answered out of order, and checks each

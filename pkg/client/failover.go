@@ -134,7 +134,9 @@ func (c *Client) retarget(ctx context.Context, url string) error {
 		c.cfg.cache.Forget(url)
 		return undo(err)
 	}
-	if err := c.connect(ctx, false); err != nil {
+	err = c.connect(ctx, false)
+	c.dropSpare() // a channel to this server must not outlive the attempt
+	if err != nil {
 		return undo(err)
 	}
 	return nil
