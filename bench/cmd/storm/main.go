@@ -78,8 +78,9 @@ type options struct {
 	server             string
 	out                string
 	quiet              bool
-	profile            string // directory for the server's profiles during the storm
-	dir                string // the run's folder, holding the identities (set by run)
+	profile            string        // directory for the server's profiles during the storm
+	profileAt          time.Duration // when in the storm they are taken
+	dir                string        // the run's folder, holding the identities (set by run)
 }
 
 // Default server configurations: the names of the admission settings are those of the
@@ -128,7 +129,8 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	fs.StringVar(&o.out, "out", "", "directory for storm.md and storm.json; empty prints Markdown only")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
-	fs.StringVar(&o.profile, "profile", "", "directory for the server's trace, CPU profile, heap and goroutines, taken 2 s into the storm (needs -set observability.metricsAddr=host:port)")
+	fs.StringVar(&o.profile, "profile", "", "directory for the server's trace, CPU profile, heap and goroutines, taken in the storm (needs -set observability.metricsAddr=host:port)")
+	fs.DurationVar(&o.profileAt, "profile-at", 2*time.Second, "when in the storm -profile takes them")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

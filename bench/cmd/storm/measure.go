@@ -104,6 +104,7 @@ type outcome struct {
 	notesBefore, notesDuring                    int64
 	before, during                              time.Duration // the baseline and the storm
 	readsBefore, readsDuring                    []time.Duration
+	readsRude, readsTail                        []time.Duration // readsDuring split where the last rude client is done
 	readErrors                                  int
 	rssBefore, rssPeak                          int64  // the baseline's peak, the storm's peak
 	baselineGCs                                 int64  // the server's GC cycles in the baseline
@@ -287,9 +288,10 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	var (
 		stopLoad = make(chan struct{})
 		loadWG   sync.WaitGroup
-		rmu      sync.Mutex // guards res.readsBefore, res.readsDuring, res.readErrors, res.rssBefore, res.rssPeak
+		rmu      sync.Mutex // guards res.readsBefore, res.readsDuring, res.readsRude, res.readsTail, res.readErrors, res.rssBefore, res.rssPeak
 		wErr     error
 	)
+	var rudeDone atomic.Bool // the storm process has said rude-done
 	phase.Store(phaseBaseline)
 	loadWG.Go(func() {
 		tick := time.NewTicker(o.interval)
@@ -323,6 +325,11 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 					res.readsBefore = append(res.readsBefore, d)
 				case phase.Load() == phaseStorm:
 					res.readsDuring = append(res.readsDuring, d)
+					if rudeDone.Load() {
+						res.readsTail = append(res.readsTail, d)
+					} else {
+						res.readsRude = append(res.readsRude, d)
+					}
 				}
 				rmu.Unlock()
 				select {
@@ -404,10 +411,11 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	var watched chan orphanWatch
 	err = sp.begin()
 	if o.profile != "" {
-		go profileStorm(ctx, metricsAddr(append(append([]string{}, o.base...), cfg.Sets...)), o.profile, cfg.Name, logw)
+		go profileStorm(ctx, metricsAddr(append(append([]string{}, o.base...), cfg.Sets...)), o.profile, cfg.Name, o.profileAt, logw)
 	}
 	if err == nil {
 		err = sp.expect(ctx, o.within+o.rudeTimeout+time.Minute, "rude-done")
+		rudeDone.Store(true)
 	}
 	if err == nil {
 		watched = make(chan orphanWatch, 1)

@@ -68,9 +68,9 @@ func metricsAddr(sets []string) string {
 
 // profileStorm fetches the server's memory statistics from its /debug/pprof/ at addr into
 // dir as the storm begins, and its execution trace, CPU profile, heap, memory statistics
-// and goroutines a few seconds into it, so that what the established sessions wait
+// and goroutines at a moment in it, so that what the established sessions wait
 // behind and where the memory goes can be seen. Failures are logged, not fatal.
-func profileStorm(ctx context.Context, addr, dir, name string, logw io.Writer) {
+func profileStorm(ctx context.Context, addr, dir, name string, at time.Duration, logw io.Writer) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintln(logw, "profile:", err)
 		return
@@ -84,7 +84,7 @@ func profileStorm(ctx context.Context, addr, dir, name string, logw io.Writer) {
 			fmt.Fprintln(logw, "profile:", err)
 		}
 	}
-	sleep(ctx, 2*time.Second)
+	sleep(ctx, at)
 	for _, p := range []struct{ file, path string }{
 		{"trace", "trace?seconds=2"},
 		{"cpu.pprof", "profile?seconds=5"},

@@ -63,6 +63,8 @@ const (
 	rowBenchCPU       = "bench process CPU during the storm (% of a core)"
 	rowBaselineGCs    = "server GC cycles in the baseline"
 	rowBaselineTook   = "baseline (s)"
+	rowReadRude       = "Read p99 while rude clients fire (ms)"
+	rowReadTail       = "Read p99 after the last rude client (ms)"
 	rowLoadBefore     = "load average before"
 	rowLoadDuring     = "load average after the storm"
 
@@ -101,6 +103,8 @@ var metrics = []metric{
 	{rowReadBefore, always(func(r *outcome) float64 { return ms(p99(r.readsBefore)) })},
 	{rowReadDuring, always(func(r *outcome) float64 { return ms(p99(r.readsDuring)) })},
 	{rowReadRatio, always(func(r *outcome) float64 { return ratio(ms(p99(r.readsDuring)), ms(p99(r.readsBefore))) })},
+	{rowReadRude, func(r *outcome) (float64, bool) { return ms(p99(r.readsRude)), len(r.readsRude) > 0 }},
+	{rowReadTail, func(r *outcome) (float64, bool) { return ms(p99(r.readsTail)), len(r.readsTail) > 0 }},
 	{rowReadsBefore, always(func(r *outcome) float64 { return float64(len(r.readsBefore)) })},
 	{rowReadsDuring, always(func(r *outcome) float64 { return float64(len(r.readsDuring)) })},
 	{rowReadErrors, always(func(r *outcome) float64 { return float64(r.readErrors) })},
