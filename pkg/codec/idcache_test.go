@@ -154,9 +154,16 @@ func TestMessageInto(t *testing.T) {
 // cache, twice (the second pass hits the cache): the values, their encodings and the
 // error must be the same.
 func binFuzzCachedNodeIds(t *testing.T, data []byte) {
+	// One cache that evicts at once, one that grows from its first slots first.
+	for _, n := range []int{2, 64} {
+		binFuzzCachedNodeIdsIn(t, data, n)
+	}
+}
+
+func binFuzzCachedNodeIdsIn(t *testing.T, data []byte, n int) {
 	plain := codec.NewDecoder(nil)
 	cached := codec.NewDecoder(nil)
-	cached.CacheNodeIds(2)
+	cached.CacheNodeIds(n)
 	for range 2 {
 		plain.Reset(data)
 		cached.Reset(data)
