@@ -3,6 +3,7 @@ package uasc
 import (
 	"context"
 	"net"
+	"runtime/debug"
 	"sync"
 
 	"uastack.dev/pkg/status"
@@ -71,6 +72,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 				}
 				<-s.slots
 			}()
+			defer s.recoverConn(nc)
 			c, err := uacp.Accept(ctx, nc, s.cfg.UACP)
 			if err != nil {
 				// The handshake has one deadline, HelloTimeout; ctx's end shows as it.
@@ -104,4 +106,16 @@ func (s *Server) refuse(wg *sync.WaitGroup, nc net.Conn, r Refusal) {
 		defer func() { <-s.refusing }()
 		_ = uacp.Refuse(nc, r.Code, errReason(r.Code))
 	})
+}
+
+// recoverConn, deferred on a connection's goroutine, turns a panic there into the end of
+// that connection when ServerConfig.Panicked is set; otherwise the panic goes on.
+func (s *Server) recoverConn(nc net.Conn) {
+	if s.cfg.Panicked == nil {
+		return
+	}
+	if v := recover(); v != nil {
+		s.cfg.Panicked(v, debug.Stack())
+		_ = nc.Close()
+	}
 }

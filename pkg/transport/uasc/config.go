@@ -116,6 +116,11 @@ type ServerConfig struct {
 	// as a connection ends.
 	Expired   func(Deadline)
 	Overdrawn func(Overdraft)
+	// Panicked, when set, learns of a panic on a connection's own goroutine in Serve
+	// (the handshakes, decoding, a handler answering inline): the connection is closed
+	// and the Server serves on. It gets the panic's value and stack, on that goroutine.
+	// Nil lets the panic end the process.
+	Panicked func(v any, stack []byte)
 	// Handshakes, when set, bounds the OpenSecureChannel requests whose asymmetric
 	// cryptography (RSA) runs at once, so that a connect storm cannot take every
 	// processor from the open channels' requests. ServeConn takes a turn of it once an

@@ -274,7 +274,10 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		Admit:           s.admitConnection,
 		Refused:         s.refused,
 		Handshakes:      handshakeGate{s},
-		Now:             opts.Now, // nil: the channels may use a chunk's read time as the time
+		Panicked: func(v any, stack []byte) {
+			s.tel.Panics().Report(telemetry.PlaceChannel, v, stack)
+		},
+		Now: opts.Now, // nil: the channels may use a chunk's read time as the time
 		// transport deadlines and the reassembly budget
 		Budget:                s.retained,
 		MaxRetainedPerChannel: retainedPerChannel(cfg),

@@ -48,11 +48,14 @@ const (
 	PlaceRegistration
 	// PlaceEncode: the encoding of a response (a value whose encoding panics).
 	PlaceEncode
+	// PlaceChannel: a connection's own goroutine outside the handlers (its handshakes,
+	// the decoding of its requests); the connection is closed.
+	PlaceChannel
 	placeCount
 )
 
 var placeNames = [placeCount]string{"handler", "worker", "node_manager", "address_space", "done",
-	"push", "filter", "publish", "observer", "sweeper", "metrics", "registration", "encode"}
+	"push", "filter", "publish", "observer", "sweeper", "metrics", "registration", "encode", "channel"}
 
 // String returns the place's label value.
 func (p Place) String() string {
