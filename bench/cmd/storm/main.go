@@ -129,7 +129,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	fs.StringVar(&o.out, "out", "", "directory for storm.md and storm.json; empty prints Markdown only")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
-	fs.StringVar(&o.profile, "profile", "", "directory for the server's trace, CPU profile, heap and goroutines, taken in the storm (needs -set observability.metricsAddr=host:port)")
+	fs.StringVar(&o.profile, "profile", "", "directory for the server's trace, CPU profile, heap and goroutines, taken in the storm from the server's observability.metricsAddr")
 	fs.DurationVar(&o.profileAt, "profile-at", 2*time.Second, "when in the storm -profile takes them")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -147,9 +147,6 @@ func parse(args []string) (options, error) {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return o, fmt.Errorf("%q is not key=value", kv)
 		}
-	}
-	if o.profile != "" && metricsAddr(o.base) == "" {
-		return o, errors.New("-profile needs -set observability.metricsAddr=host:port")
 	}
 	if o.settle == 0 {
 		o.settle = o.rudeSessionTimeout + 30*time.Second

@@ -377,12 +377,10 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	// would take the storm's part of a cycle for the storm's cost.
 	for gcErr == nil && ctx.Err() == nil {
 		var n int64
-		if n, gcErr = gcCycles(ctx, res.metrics); gcErr != nil || n-gc0 >= baselineCycles {
-			res.baselineGCs = n - gc0
+		if n, gcErr = gcCycles(ctx, res.metrics); gcErr != nil {
 			break
 		}
-		if time.Since(t0) >= o.baselineMax {
-			res.baselineGCs = n - gc0
+		if res.baselineGCs = n - gc0; res.baselineGCs >= baselineCycles || time.Since(t0) >= o.baselineMax {
 			break
 		}
 		sleep(ctx, time.Second)
@@ -411,7 +409,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	var watched chan orphanWatch
 	err = sp.begin()
 	if o.profile != "" {
-		go profileStorm(ctx, metricsAddr(append(append([]string{}, o.base...), cfg.Sets...)), o.profile, cfg.Name, o.profileAt, logw)
+		go profileStorm(ctx, res.metrics, o.profile, cfg.Name, o.profileAt, logw)
 	}
 	if err == nil {
 		err = sp.expect(ctx, o.within+o.rudeTimeout+time.Minute, "rude-done")

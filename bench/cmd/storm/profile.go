@@ -32,16 +32,12 @@ func withMetrics(sets []string) ([]string, string, error) {
 // gcCycles returns the garbage collections the server at addr has completed, from its
 // /metrics.
 func gcCycles(ctx context.Context, addr string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := get(ctx, "http://"+addr+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	defer body.Close()
+	sc := bufio.NewScanner(body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if l := sc.Text(); strings.HasPrefix(l, "uastack_go_gc_cycles_total") {
@@ -98,26 +94,38 @@ func profileStorm(ctx context.Context, addr, dir, name string, at time.Duration,
 	}
 }
 
+// fetch writes what url answers into file.
 func fetch(ctx context.Context, url, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := get(ctx, url)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
+	defer body.Close()
 	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// get returns the body of url's answer, which the caller closes; an answer other than
+// 200 OK is an error.
+func get(ctx context.Context, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return resp.Body, nil
 }

@@ -74,19 +74,15 @@ func (sc *ServerChannel) open(ctx context.Context, ch *uacp.Chunk) error {
 // once. A channel of policy None does no such work and takes no turn.
 func (sc *ServerChannel) enterHandshake(ctx context.Context, renew bool) (leave func(), err error) {
 	g := sc.srv.cfg.Handshakes
-	if g == nil || !sc.asymmetricPolicy() {
+	if g == nil || !sc.asymmetric() {
 		return func() {}, nil
 	}
 	end, ok := g.Enter(ctx, renew)
 	if !ok {
 		return nil, fmt.Errorf("uasc: no turn for the OpenSecureChannel's cryptography: %w", status.BadTcpServerTooBusy)
 	}
-	var once sync.Once
-	return func() { once.Do(end) }, nil
+	return sync.OnceFunc(end), nil
 }
-
-// asymmetricPolicy reports whether the channel's policy signs and encrypts its OPNs.
-func (sc *ServerChannel) asymmetricPolicy() bool { return sc.pol.Info().URI != policy.URINone }
 
 // setupAsym checks the sender certificate and receiver thumbprint of an OPN and prepares
 // the asymmetric algorithms.

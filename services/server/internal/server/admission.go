@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"runtime"
 	"time"
 
 	"uastack.dev/pkg/status"
@@ -46,9 +45,9 @@ func (s *Server) buildAdmission() error {
 }
 
 // newQueue returns the request queue: under an isolation profile other than SharedOnly
-// its owners take turns and session establishment runs on at most GOMAXPROCS workers at
-// once, so that a connect storm's RSA work leaves the established sessions' requests
-// processors to run on.
+// its owners take turns and session establishment takes no more workers than the lane of
+// asymmetric cryptography has turns (limits.maxConcurrentHandshakes): a worker beyond
+// them would only wait there, while requests of established sessions wait for it.
 func (s *Server) newQueue() *pipeline.Queue {
 	l := s.cfg.Limits
 	fair := s.admission.Profile() != admission.SharedOnly
@@ -62,7 +61,7 @@ func (s *Server) newQueue() *pipeline.Queue {
 		Handshakes:      s.handshakes,
 	}
 	if fair {
-		cfg.SessionWorkers = runtime.GOMAXPROCS(0)
+		cfg.SessionWorkers = l.MaxConcurrentHandshakes
 	}
 	return pipeline.NewQueueWith(cfg)
 }

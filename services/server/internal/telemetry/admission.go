@@ -68,8 +68,6 @@ type Refusal uint8
 const (
 	// RefusedRate: the listener's token bucket (connections per second and burst) was empty.
 	RefusedRate Refusal = iota
-	// RefusedBacklog: the backlog of accepted connections not yet served was full.
-	RefusedBacklog
 	// RefusedSourceLimit: the source address holds its number of connections already.
 	RefusedSourceLimit
 	// RefusedChannelLimit: limits.maxChannelCount channels are open.
@@ -83,7 +81,7 @@ const (
 	refusalCount
 )
 
-var refusalNames = [refusalCount]string{"rate", "backlog", "source_limit", "channel_limit", "isolation", "handshakes"}
+var refusalNames = [refusalCount]string{"rate", "source_limit", "channel_limit", "isolation", "handshakes"}
 
 // String returns the refusal's label value.
 func (r Refusal) String() string {
