@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -44,6 +45,9 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer, ready fu
 	}
 	if err != nil {
 		return err
+	}
+	if n := cfg.Limits.HandshakeProcessors; n > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + n))
 	}
 	log := newLogger(cfg.Observability, stderr)
 	if f := configFile(args, environ); f != "" {

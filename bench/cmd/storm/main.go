@@ -124,7 +124,7 @@ func parse(args []string) (options, error) {
 	base := fs.String("set", "", "--set key=value flags for every configuration, space-separated")
 	admission := fs.String("admission", defaultAdmission, "--set key=value flags of the configuration with admission, space-separated")
 	noAdmission := fs.String("no-admission", defaultNoAdmission, "--set key=value flags of the configuration without admission, space-separated")
-	which := fs.String("configs", "admission,no-admission", "configurations to run, in order")
+	which := fs.String("configs", "admission,no-admission", "configurations to run, in order: admission, no-admission, decoy (the admission server measured while the storm hits a second one: what the shared machine alone costs the probes)")
 	fs.StringVar(&o.security, "security", "Basic256Sha256", "Basic256Sha256 (SignAndEncrypt) or None, for every session")
 	fs.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	fs.StringVar(&o.out, "out", "", "directory for storm.md and storm.json; empty prints Markdown only")
@@ -135,13 +135,14 @@ func parse(args []string) (options, error) {
 		return o, err
 	}
 	o.base = strings.Fields(*base)
-	named := map[string]string{"admission": *admission, "no-admission": *noAdmission}
+	named := map[string]string{"admission": *admission, "no-admission": *noAdmission, "decoy": *admission}
 	for name := range strings.SplitSeq(*which, ",") {
-		sets, ok := named[strings.TrimSpace(name)]
+		name = strings.TrimSpace(name)
+		sets, ok := named[name]
 		if !ok {
-			return o, fmt.Errorf("-configs: unknown configuration %q (admission, no-admission)", name)
+			return o, fmt.Errorf("-configs: unknown configuration %q (admission, no-admission, decoy)", name)
 		}
-		o.configs = append(o.configs, serverConfig{Name: strings.ReplaceAll(strings.TrimSpace(name), "-", " "), Sets: strings.Fields(sets)})
+		o.configs = append(o.configs, serverConfig{Name: strings.ReplaceAll(name, "-", " "), Sets: strings.Fields(sets), Decoy: name == "decoy"})
 	}
 	for _, kv := range append(append([]string{}, o.base...), strings.Fields(*admission+" "+*noAdmission)...) {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,10 @@ const baselineCycles = 2
 type serverConfig struct {
 	Name string
 	Sets []string
+	// Decoy aims the storm at a second server of the same configuration: the measured
+	// one then shares the machine with the storm and its server but serves none of it,
+	// which is what the machine alone costs the probes' Reads.
+	Decoy bool
 }
 
 // identities are the client applications of a run: the plant's (the established
@@ -111,6 +116,7 @@ type outcome struct {
 	metrics                                     string // the server's observability.metricsAddr
 	cpuBefore, cpuDuring                        time.Duration
 	benchCPU                                    time.Duration // this process over the storm
+	decoyCPU                                    time.Duration // the decoy server over the storm
 	storm                                       *stormResult
 	// The server's session count (CurrentSessionCount) against the sessions the bench
 	// keeps (expected): at the storm's end, and when it came back to expected or the
@@ -155,10 +161,18 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 		return nil, err
 	}
 	defer srv.Stop()
-	// The cooperative clients check the server certificate (pkg/client): trust this
-	// server's, which is new with every start.
+	target := srv
+	if cfg.Decoy {
+		sets := append(baseSets(o), cfg.Sets...)
+		if target, err = uaserver.StartTrusting(ctx, bin, filepath.Join(dir, "decoy"), ids.all(), sets...); err != nil {
+			return nil, fmt.Errorf("decoy: %w", err)
+		}
+		defer target.Stop()
+	}
+	// The cooperative clients check the server certificate (pkg/client): trust the
+	// storm's target's, which is new with every start.
 	for _, id := range ids.coop {
-		if err := id.Trust(srv.DER, "uastack-server"); err != nil {
+		if err := id.Trust(target.DER, "uastack-server"); err != nil {
 			return nil, err
 		}
 	}
@@ -271,7 +285,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	// The storm process, ready before the baseline so that its set-up is not in it.
 	prog.Stage(cfg.Name + ": starting the storm process")
 	sp, err := startStorm(ctx, plan{
-		URL: srv.URL, Dir: o.dir, Security: o.security, Cooperative: len(ids.coop), Rude: rudeName,
+		URL: target.URL, Dir: o.dir, Security: o.security, Cooperative: len(ids.coop), Rude: rudeName,
 		Attempts: o.attempts, Within: o.within, Clients: o.cooperative, InFlight: o.inflight,
 		Sources: o.rudeSources, DropShare: o.dropShare, AbandonShare: o.abandonShare,
 		RudeTimeout: o.rudeTimeout, RudeSessionTimeout: o.rudeSessionTimeout, CoopDeadline: o.coopDeadline,
@@ -404,6 +418,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	}
 	phase.Store(phaseStorm)
 	t1, bench0 := time.Now(), proc.SelfCPU()
+	decoy0, _ := proc.CPUTime(target.Pid())
 	// The orphans are the rude clients' sessions still there once every rude client is
 	// gone: watched from then on, while cooperative clients may still be connecting.
 	var watched chan orphanWatch
@@ -423,6 +438,10 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	res.during, res.benchCPU = time.Since(t1), proc.SelfCPU()-bench0
 	close(stopTrack)
 	cpu2, _ := proc.CPUTime(srv.Pid())
+	if cfg.Decoy {
+		decoy1, _ := proc.CPUTime(target.Pid())
+		res.decoyCPU = decoy1 - decoy0
+	}
 	phase.Store(phaseAfter)
 	close(stopLoad)
 	loadWG.Wait()

@@ -229,6 +229,11 @@ func build(o options, outs []*outcome) *report.Report {
 // bars notes the bars for one configuration.
 func bars(r *report.Report, res *outcome) {
 	read := ratio(ms(p99(res.readsDuring)), ms(p99(res.readsBefore)))
+	if res.cfg.Decoy {
+		r.Note("%s: the storm hit a second server of the admission configuration (%.0f%% of a core during the storm); the measured server served none of it, and its sessions' Read p99 rose %.1f× (what the machine shared with the storm costs them, a ceiling for the bar), notification drops %d",
+			res.cfg.Name, 100*res.decoyCPU.Seconds()/res.during.Seconds(), read, res.dropSessions)
+		return
+	}
 	rss := ratio(float64(res.rssPeak), float64(res.rssBefore))
 	orphans := max(res.orphans.left, res.sessionsSettled-res.expected)
 	c := res.storm.Coop

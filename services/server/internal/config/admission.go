@@ -96,6 +96,9 @@ func (c *Config) validateAdmission(ps *problems) {
 	ps.atLeast("limits.maxConcurrentSessionEstablishment", l.MaxConcurrentSessionEstablishment, 1)
 	ps.atLeast("limits.maxConcurrentHandshakes", l.MaxConcurrentHandshakes, 1)
 	ps.atLeast("limits.maxQueuedHandshakes", l.MaxQueuedHandshakes, 0)
+	if l.HandshakeProcessors < 0 || l.HandshakeProcessors > 256 {
+		ps.add("limits.handshakeProcessors", "must be 0 to 256, got %d", l.HandshakeProcessors)
+	}
 	ps.atLeast("limits.maxParkedRequestCount", l.MaxParkedRequestCount, 1)
 	ps.atLeast("limits.userNameLoginsPerMinute", l.UserNameLoginsPerMinute, 0)
 	if l.UserNameLoginsPerMinute > 0 {

@@ -238,6 +238,14 @@ type Limits struct {
 	// renewals) waits without bound, and goes first. Default 64.
 	MaxConcurrentHandshakes int `koanf:"maxConcurrentHandshakes"`
 	MaxQueuedHandshakes     int `koanf:"maxQueuedHandshakes"`
+	// HandshakeProcessors are added to GOMAXPROCS when the server process starts,
+	// so that the handshakes' turns run beside the processors that serve requests
+	// and do not take one of them: Go schedules goroutines without priorities, and
+	// a request woken while the handshakes hold the processors waits behind them;
+	// with processors to spare the kernel shares the cores among the threads and
+	// runs the one that wakes soon. Default max(1, GOMAXPROCS-1), as
+	// maxConcurrentHandshakes; 0 adds none.
+	HandshakeProcessors int `koanf:"handshakeProcessors"`
 	// MaxParkedRequestCount bounds the requests handed to node managers and not
 	// yet answered (queued, running or parked in a manager); beyond it
 	// BadServerTooBusy. Default 1000.
@@ -484,6 +492,7 @@ func Default() *Config {
 			MaxConcurrentSessionEstablishment: max(128, 8*runtime.GOMAXPROCS(0)),
 			MaxConcurrentHandshakes:           max(1, runtime.GOMAXPROCS(0)-1),
 			MaxQueuedHandshakes:               64,
+			HandshakeProcessors:               max(1, runtime.GOMAXPROCS(0)-1),
 			MaxParkedRequestCount:             1000,
 			UserNameLoginsPerMinute:           120,
 			UserNameLoginBurst:                10,
