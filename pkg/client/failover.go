@@ -103,8 +103,10 @@ func (c *Client) failover(ctx context.Context, cause error) error {
 	return c.retarget(ctx, best)
 }
 
-// retarget points the client at url (its endpoints, certificate and host) and creates
-// a session there; on failure the previous target is kept. The caller holds rmu.
+// retarget points the client at url (its endpoints, certificate and host) and brings
+// the session up there: the same session first, which a server of a HotAndMirrored set
+// takes over with its subscriptions (Part 4 §6.6.2), else a new one. On failure the
+// previous target is kept. The caller holds rmu.
 func (c *Client) retarget(ctx context.Context, url string) error {
 	type target struct {
 		url, host  string
@@ -134,7 +136,7 @@ func (c *Client) retarget(ctx context.Context, url string) error {
 		c.cfg.cache.Forget(url)
 		return undo(err)
 	}
-	err = c.connect(ctx, false)
+	err = c.connect(ctx, true)
 	c.dropSpare() // a channel to this server must not outlive the attempt
 	if err != nil {
 		return undo(err)

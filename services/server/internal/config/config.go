@@ -28,6 +28,7 @@ type Config struct {
 	AddressSpace    AddressSpace    `koanf:"addressSpace"`
 	Discovery       Discovery       `koanf:"discovery"`
 	Observability   Observability   `koanf:"observability"`
+	Mirror          Mirror          `koanf:"mirror"`
 }
 
 // Application is the ApplicationDescription of the server (Part 4 §7.2) and
@@ -520,6 +521,7 @@ func Default() *Config {
 		},
 		AddressSpace: AddressSpace{DemoNamespace: true, Simulation: Simulation{Interval: time.Second}},
 		Discovery:    Discovery{RegisterInterval: 30 * time.Second},
+		Mirror:       defaultMirror(),
 		Observability: Observability{
 			DiagnosticsEnabled: true,
 			LogLevel:           "info",

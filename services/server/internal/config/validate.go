@@ -124,6 +124,7 @@ func (c *Config) Validate() error {
 
 	c.validateSecurity(&ps)
 	c.validateSubscriptions(&ps)
+	c.validateMirror(&ps)
 
 	// limits
 	l := c.Limits

@@ -28,6 +28,7 @@ import (
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/hosting"
+	"uastack.dev/services/server/internal/mirror"
 	"uastack.dev/services/server/internal/owner"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/routing"
@@ -77,10 +78,13 @@ type Server struct {
 	failedLogins *session.Lockout
 	diag         *diagnostics.Diagnostics
 	subs         *subscription.Engine
-	eventTypes   *addrspace.EventTypes
-	events       *events
-	demo         *demo.Demo // nil when the demo namespace is off
-	channels     *uasc.Server
+	// mirror keeps the sessions and subscriptions in the redundant set (mirror.*); nil
+	// for a lone server.
+	mirror     *mirror.Mirror
+	eventTypes *addrspace.EventTypes
+	events     *events
+	demo       *demo.Demo // nil when the demo namespace is off
+	channels   *uasc.Server
 	// retained is the reassembly budget the channels share (limits.maxRetainedBytes).
 	retained  *uasc.Budget
 	startTime codec.DateTime
@@ -246,6 +250,14 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err := s.initCapabilities(); err != nil {
 		return nil, err
 	}
+	if err := s.startMirror(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && s.mirror != nil {
+			s.mirror.Close()
+		}
+	}()
 	validate := func(chain []*x509.Certificate) error {
 		err := p.ValidateChain(chain, pki.ValidateOptions{Usage: pki.UsageClient})
 		if err != nil {
@@ -450,6 +462,8 @@ func (s *Server) buildSubscriptions() {
 		case c.Kind == session.Activated && c.Session != nil:
 			// What the session creates counts in its owner's shares.
 			s.subs.SetSessionOwner(c.Record.SessionID, c.Session.Owner())
+		case c.Kind == session.Ended && c.End == session.Moved:
+			s.subs.Forget(c.Record.SessionID)
 		case c.Kind == session.Ended:
 			s.subs.SessionEnded(c.Record.SessionID, c.DeleteSubscriptions)
 			s.events.system("Session closed: " + c.Record.SessionID.String())
@@ -510,6 +524,9 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeManagers()
 		s.sessions.Stop()
+		if s.mirror != nil {
+			s.mirror.Close()
+		}
 		s.stopTrust()
 		err = s.pki.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), telemetryTimeout)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -16,6 +17,7 @@ import (
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/mirror"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/session"
 )
@@ -107,6 +109,19 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 	defer func() { s.diag.SessionAnswer(answer) }()
 	ch, h := r.Req.Channel, m.RequestHeader
 	rec, clientCert, code := s.sessions.Lookup(h.AuthenticationToken)
+	// A session another server of the redundant set holds is taken over here once its
+	// activation checks out (Part 4 §6.6.2, HotAndMirrored); until then it is only read.
+	var claimed *mirror.Claimed
+	if code == status.BadSessionIdInvalid && s.mirror != nil {
+		if claimed, clientCert, code = s.claimSession(r.Ctx, h.AuthenticationToken); code == status.Good {
+			rec = claimed.Record
+			defer func() {
+				if claimed != nil { // not adopted
+					s.mirror.Unclaim(h.AuthenticationToken)
+				}
+			}()
+		}
+	}
 	if code != status.Good {
 		return r.Fault(code)
 	}
@@ -126,9 +141,8 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 		if err != nil {
 			return r.Fault(status.BadApplicationSignatureInvalid)
 		}
-		data := append(append(make([]byte, 0, len(s.cert.Raw)+len(rec.ServerNonce)), s.cert.Raw...), rec.ServerNonce...)
 		if m.ClientSignature.Algorithm != pol.Info().AsymmetricSignatureURI ||
-			asym.Verify(data, m.ClientSignature.Signature) != nil {
+			!s.signedNonce(asym.Verify, h.AuthenticationToken, claimed, rec.ServerNonce, m.ClientSignature.Signature) {
 			return r.Fault(status.BadApplicationSignatureInvalid)
 		}
 	}
@@ -150,16 +164,50 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 	s.failedLogins.Succeed(key)
 	principal.SessionID = rec.SessionID
 	principal.Roles = s.rolesOf(principal)
+	if claimed != nil {
+		if code := s.adoptSession(r.Ctx, claimed); code != status.Good {
+			return r.Fault(code)
+		}
+		claimed = nil
+	}
 	nonce, code := s.sessions.Activate(h.AuthenticationToken, ch.ID(), principal, session.Activation{
 		SecurityPolicyURI: ch.SecurityPolicyURI(), SecurityMode: ch.SecurityMode(), LocaleIDs: m.LocaleIds})
 	if code != status.Good {
 		return r.Fault(code)
+	}
+	if s.mirror != nil {
+		// The new nonce is the set's before the client has it: a replay of this request
+		// on any server of the set fails.
+		if err := s.mirror.Activated(r.Ctx, h.AuthenticationToken); errors.Is(err, mirror.ErrTakenOver) {
+			return r.Fault(status.BadSessionIdInvalid)
+		}
 	}
 	if key, ok := session.TokenKey(h.AuthenticationToken); ok {
 		s.admission.SessionActivated(key, ch.RemoteAddr())
 	}
 	s.events.system("Session activated: " + rec.SessionID.String())
 	return &ua.ActivateSessionResponse{ResponseHeader: r.ResponseHeader(status.Good), ServerNonce: nonce}
+}
+
+// signedNonce checks the client's signature over the server certificate and the last
+// server nonce (Part 4 §5.6.3): this server's certificate, or, for a session another
+// server of the set created, that server's, which the client may go on signing.
+func (s *Server) signedNonce(verify func(data, sig []byte) error, token codec.NodeId, claimed *mirror.Claimed, nonce, sig []byte) bool {
+	signed := func(cert []byte) bool {
+		data := append(append(make([]byte, 0, len(cert)+len(nonce)), cert...), nonce...)
+		return verify(data, sig) == nil
+	}
+	if signed(s.cert.Raw) {
+		return true
+	}
+	var creator []byte
+	switch {
+	case claimed != nil:
+		creator = claimed.Creator
+	case s.mirror != nil:
+		creator = s.mirror.Creator(token)
+	}
+	return creator != nil && string(creator) != string(s.cert.Raw) && signed(creator)
 }
 
 // tokenPolicy finds the offered user token policy with id and type.

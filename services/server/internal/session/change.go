@@ -31,6 +31,9 @@ const (
 	TimedOut
 	// Aborted: the server dropped it, as when CreateSession failed after making it.
 	Aborted
+	// Moved: another server of the redundant set took it over (Part 4 §6.6.2); it goes
+	// on there, with its subscriptions.
+	Moved
 )
 
 // Change is one change of the session table, as observers see it.
@@ -72,7 +75,7 @@ func (c *Change) DecodeBinary(d *codec.Decoder) {
 	c.DeleteSubscriptions = d.Boolean()
 	c.Record.DecodeBinary(d)
 	c.Session = nil
-	if d.Err() == nil && (c.Kind < Created || c.Kind > Ended || c.End > Aborted || (c.Kind == Ended) != (c.End != 0)) {
+	if d.Err() == nil && (c.Kind < Created || c.Kind > Ended || c.End > Moved || (c.Kind == Ended) != (c.End != 0)) {
 		d.Fail(fmt.Errorf("session: change kind %d, end %d: %w", c.Kind, c.End, status.BadDecodingError))
 	}
 }

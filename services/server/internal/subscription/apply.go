@@ -284,7 +284,9 @@ func (e *Engine) restoreLocked(c *Change, filters []*EventFilter, now time.Time)
 	if s.session == nil {
 		e.orphanLocked(s, now)
 	}
-	e.lastSub = s.id
+	if e.inSpace(s.id) {
+		e.lastSub = s.id
+	}
 	e.counters.cumulatedSubscriptions++
 	e.scheduleLocked(&s.timer, now.Add(s.interval))
 	for i := range r.Items {

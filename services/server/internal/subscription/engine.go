@@ -100,6 +100,11 @@ type Engine struct {
 
 	// panics is told of the panics the engine recovers from (SetPanics).
 	panics *telemetry.Panics
+
+	// space is the high byte of the subscription IDs this engine creates (SetIDSpace);
+	// barrier runs before responses leave (SetSendBarrier). Both are set before serving.
+	space   uint8
+	barrier func()
 }
 
 // New returns an engine with the given limits, clock (nil means time.Now) and sampler.
@@ -492,6 +497,9 @@ func appendFault(out []outgoing, r Responder, code status.Code) []outgoing {
 // send answers the responses; it runs without the lock. A Responder that panics is
 // reported, and the others are answered.
 func (e *Engine) send(out []outgoing) {
+	if e.barrier != nil && len(out) > 0 {
+		e.barrier()
+	}
 	for i := range out {
 		e.respond(&out[i])
 	}

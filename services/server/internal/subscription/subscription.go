@@ -130,10 +130,7 @@ func (e *Engine) Create(sessionID codec.NodeId, owner string, p Params, enabled 
 		(e.limits.MaxSubscriptionsPerOwner > 0 && e.holdings[ss.share] != nil && e.holdings[ss.share].subs >= e.limits.MaxSubscriptionsPerOwner) {
 		return 0, Revised{}, status.BadTooManySubscriptions
 	}
-	e.lastSub++
-	for e.lastSub == 0 || e.subs[e.lastSub] != nil {
-		e.lastSub++
-	}
+	e.lastSub = e.nextIDLocked()
 	s := &Subscription{
 		id: e.lastSub, session: ss, owner: owner, interval: iv, maxKeep: keep, lifetime: life,
 		maxNotif: notif, enabled: enabled, priority: p.Priority,

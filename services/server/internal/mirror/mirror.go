@@ -1,0 +1,332 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"uastack.dev/services/server/internal/session"
+	"uastack.dev/services/server/internal/subscription"
+)
+
+// Config is what a Mirror needs.
+type Config struct {
+	// URLs of NATS servers (any of a cluster); Options add credentials, nkey, token and
+	// TLS as the server's mirror.* settings say.
+	URLs    []string
+	Options []nats.Option
+	// Cluster names the redundant set: its bucket and stream names start with it.
+	Cluster string
+	// Key is the cluster key (KeySize bytes) every record is sealed with.
+	Key []byte
+	// ServerURI is this server's ApplicationUri; Certificate its certificate (DER),
+	// kept with the sessions it creates: a client that fails over may sign the nonce
+	// with it.
+	ServerURI   string
+	Certificate []byte
+	// Replicas of the buckets and the stream (1 for one NATS server, 3 for a cluster).
+	Replicas int
+	// MaxBytes bounds the subscription stream; MaxAge bounds how long a subscription
+	// of a server that died may wait for its session to come back.
+	MaxBytes int64
+	MaxAge   time.Duration
+	// SendWait bounds how long a Publish response waits for its NotificationMessages to
+	// be kept; past it the mirror is degraded and the response leaves.
+	SendWait time.Duration
+	// Timeout bounds each request to NATS (connect, a session's compare-and-swap, a
+	// takeover's reads).
+	Timeout time.Duration
+
+	Sessions *session.Table
+	Subs     *subscription.Engine
+	Log      *slog.Logger
+	// Health is told when the mirror's health changes (from the connection's
+	// handlers); Members when the set's servers change. Either may be nil.
+	Health  func(Health)
+	Members func(serverURIs []string)
+}
+
+// Health is what the mirror knows of its own state.
+type Health uint8
+
+const (
+	// Healthy: connected, and every change so far is kept.
+	Healthy Health = iota
+	// Degraded: NATS is unreachable or refused a write; the server keeps serving its
+	// own clients and writes its whole state again once NATS is back.
+	Degraded
+)
+
+// Mirror keeps a server's sessions and subscriptions in JetStream and takes over those of
+// other servers of the set. Its methods are safe for concurrent use.
+type Mirror struct {
+	cfg  Config
+	log  *slog.Logger
+	seal *sealer
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	sessions jetstream.KeyValue // <set>-sessions
+	nodes    jetstream.KeyValue // <set>-nodes
+	subs     jetstream.Stream   // <set>-subs
+	node     uint8              // this server's number in the set (its key in nodes)
+	nodeRev  uint64
+
+	// w writes the subscriptions' changes, sw the session records; resync asks them to
+	// write the whole state again (after NATS was unreachable or refused a write).
+	w, sw  writer
+	resync atomic.Bool
+
+	mu sync.Mutex // guards owned, subOf, deltas, degraded
+	// owned are the sessions this server holds, by their key in <set>-sessions.
+	owned map[string]*ownedSession
+	// claiming are the sessions being taken over (Claim), until the table adds them.
+	claiming map[string]claim
+	// subOf is the session hash of each subscription; deltas counts the changes
+	// written since its last snapshot.
+	subOf  map[uint32]string
+	deltas map[uint32]uint64
+	// snaps are the subscriptions whose snapshot is due (takeSnapshots).
+	snaps    map[uint32]bool
+	degraded bool
+
+	stops   []func()
+	done    chan struct{}
+	loops   sync.WaitGroup
+	errs    atomic.Uint64 // writes NATS refused or that failed
+	stopped atomic.Bool
+}
+
+// ownedSession is what the mirror keeps of a session this server holds.
+type ownedSession struct {
+	rec     session.Record
+	creator []byte // certificate of the server that created it
+	rev     uint64 // the record's revision in the bucket; 0 until written
+	written time.Time
+}
+
+// Defaults of Config's bounds.
+const (
+	defaultTimeout  = 5 * time.Second
+	defaultSendWait = 2 * time.Second
+	defaultMaxAge   = time.Hour
+	defaultMaxBytes = 1 << 30
+	// snapshotEvery is how many changes of a subscription are written before its next
+	// snapshot rolls the subject up: a takeover reads at most this many.
+	snapshotEvery = 64
+	// sessionGrace is added to a session's timeout as its record's TTL, for a client
+	// that comes back at the last moment to find it.
+	sessionGrace = 30 * time.Second
+	// nodeTTL is how long a server's key in <set>-nodes outlives its last renewal.
+	nodeTTL      = 15 * time.Second
+	nodeInterval = 5 * time.Second
+)
+
+// Start connects to NATS, makes the set's buckets and stream if they are not there,
+// takes a free number in the set and begins following the session table and the
+// subscription engine. Call it before the server serves: it sets the engine's space of
+// subscription IDs.
+func Start(ctx context.Context, cfg Config) (*Mirror, error) {
+	if cfg.Cluster == "" || strings.ContainsAny(cfg.Cluster, ".*> \t") {
+		return nil, fmt.Errorf("mirror: cluster name %q: want a non-empty name without dots, wildcards or spaces", cfg.Cluster)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	if cfg.SendWait <= 0 {
+		cfg.SendWait = defaultSendWait
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = defaultMaxAge
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = defaultMaxBytes
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	seal, err := newSealer(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mirror{cfg: cfg, log: cfg.Log.With("part", "mirror"), seal: seal,
+		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), snaps: make(map[uint32]bool),
+		done: make(chan struct{})}
+	opts := append([]nats.Option{
+		nats.Name("uastack " + cfg.ServerURI),
+		nats.Timeout(cfg.Timeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.setDegraded(fmt.Errorf("disconnected: %v", err)) }),
+		nats.ReconnectHandler(func(*nats.Conn) { m.w.kick(); m.sw.kick() }),
+	}, cfg.Options...)
+	if m.nc, err = nats.Connect(strings.Join(cfg.URLs, ","), opts...); err != nil {
+		return nil, fmt.Errorf("mirror: connecting to %s: %w", strings.Join(cfg.URLs, ","), err)
+	}
+	fail := func(err error) (*Mirror, error) {
+		m.nc.Close()
+		return nil, err
+	}
+	if m.js, err = jetstream.New(m.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+		return fail(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 4*cfg.Timeout)
+	defer cancel()
+	if err := m.provision(sctx); err != nil {
+		return fail(err)
+	}
+	if err := m.join(sctx); err != nil {
+		return fail(err)
+	}
+	m.w.init(m)
+	m.sw.init(m)
+	cfg.Subs.SetIDSpace(m.node)
+	cfg.Subs.SetSendBarrier(m.barrier)
+	m.stops = append(m.stops, cfg.Subs.Observe(m.subscriptionChanged))
+	cfg.Sessions.Observe(m.sessionChanged)
+	if err := m.watchSessions(sctx); err != nil {
+		return fail(err)
+	}
+	m.loops.Go(func() { m.w.run(m.takeSnapshots, m.publishAll) })
+	m.loops.Go(func() { m.sw.run(nil, m.writeSessions) })
+	m.loops.Go(m.keepAlive)
+	m.log.Info("mirror started", "cluster", cfg.Cluster, "node", m.node, "nats", m.nc.ConnectedUrlRedacted())
+	return m, nil
+}
+
+// Node returns this server's number in the set: the high byte of its subscription IDs.
+func (m *Mirror) Node() uint8 { return m.node }
+
+// Errors returns how many writes NATS refused or that failed.
+func (m *Mirror) Errors() uint64 { return m.errs.Load() }
+
+// provision makes the buckets and the stream, or brings their settings up to date.
+func (m *Mirror) provision(ctx context.Context) error {
+	c := m.cfg
+	var err error
+	m.sessions, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: c.Cluster + "-sessions", Description: "uastack sessions of the redundant set " + c.Cluster,
+		History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+		LimitMarkerTTL: time.Minute, // per-key TTLs: a session nobody keeps alive goes
+	})
+	if err != nil {
+		return fmt.Errorf("mirror: sessions bucket: %w", err)
+	}
+	m.nodes, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: c.Cluster + "-nodes", Description: "uastack servers of the redundant set " + c.Cluster,
+		History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas, LimitMarkerTTL: time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("mirror: nodes bucket: %w", err)
+	}
+	m.subs, err = m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: c.Cluster + "-subs", Description: "uastack subscriptions of the redundant set " + c.Cluster,
+		Subjects: []string{c.Cluster + ".sub.>"}, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+		MaxAge: c.MaxAge, MaxBytes: c.MaxBytes, Discard: jetstream.DiscardOld,
+		AllowRollup: true, AllowDirect: true,
+	})
+	if err != nil {
+		return fmt.Errorf("mirror: subscriptions stream: %w", err)
+	}
+	return nil
+}
+
+// Close stops following the server, writes what is queued and disconnects. The
+// sessions and subscriptions stay in JetStream for the other servers of the set.
+func (m *Mirror) Close() {
+	if m.stopped.Swap(true) {
+		return
+	}
+	for _, stop := range m.stops {
+		stop()
+	}
+	close(m.done)
+	m.loops.Wait()
+	_ = m.nc.Drain()
+}
+
+// Halt disconnects at once without writing what is queued, as a server that dies would:
+// for tests of a takeover.
+func (m *Mirror) Halt() {
+	if m.stopped.Swap(true) {
+		return
+	}
+	for _, stop := range m.stops {
+		stop()
+	}
+	m.nc.Close()
+	close(m.done)
+	m.loops.Wait()
+}
+
+// setDegraded records that a write failed or the connection went: the server serves on,
+// and the writer writes everything again once NATS answers.
+func (m *Mirror) setDegraded(why error) {
+	m.mu.Lock()
+	was := m.degraded
+	m.degraded = true
+	m.mu.Unlock()
+	if !was {
+		m.log.Warn("mirror degraded: the server serves its own clients and catches up when NATS is back", "err", why)
+		if m.cfg.Health != nil {
+			m.cfg.Health(Degraded)
+		}
+	}
+	m.resync.Store(true)
+	m.w.kick()
+	m.sw.kick()
+}
+
+// caughtUp is told by a writer that a batch was written. After a failure the first
+// success writes the whole state again (resyncAll); once that is written too the
+// mirror is healthy.
+func (m *Mirror) caughtUp() {
+	if m.resync.Swap(false) {
+		m.resyncAll()
+		return
+	}
+	m.w.mu.Lock()
+	pending := len(m.w.queue)
+	m.w.mu.Unlock()
+	m.sw.mu.Lock()
+	pending += len(m.sw.queue)
+	m.sw.mu.Unlock()
+	if pending == 0 {
+		m.setHealthy()
+	}
+}
+
+// setHealthy records that everything the server holds is kept again.
+func (m *Mirror) setHealthy() {
+	m.mu.Lock()
+	was := m.degraded
+	m.degraded = false
+	m.mu.Unlock()
+	if was {
+		m.log.Info("mirror healthy again")
+		if m.cfg.Health != nil {
+			m.cfg.Health(Healthy)
+		}
+	}
+}
+
+// Degraded reports whether the mirror is degraded.
+func (m *Mirror) Degraded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.degraded
+}
+
+// errStopped is the error of a call after Close or Halt.
+var errStopped = errors.New("mirror: stopped")

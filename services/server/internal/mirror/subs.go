@@ -1,0 +1,297 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
+	"uastack.dev/services/server/internal/subscription"
+)
+
+// A message of <set>-subs is sealed for its subject and holds a kind byte, the number of
+// changes of the subscription it includes (a snapshot) or is (a change), and the record
+// or the change.
+const (
+	msgSnapshot byte = iota + 1
+	msgChange
+	msgDeleted // a tombstone: the subscription ended
+)
+
+// subSubject is the subject of subscription id of the session whose hash is session.
+func (m *Mirror) subSubject(session string, id uint32) string {
+	return fmt.Sprintf("%s.sub.%s.%d", m.cfg.Cluster, session, id)
+}
+
+// subMessage encodes a message body of <set>-subs.
+func subMessage(kind byte, n uint64, body func(*codec.Encoder)) []byte {
+	e := codec.NewEncoder(make([]byte, 0, 256))
+	e.Byte(kind)
+	e.UInt64(n)
+	if body != nil {
+		body(e)
+	}
+	return e.Bytes()
+}
+
+// rollup is the header of a message that replaces every earlier one of its subject.
+func rollup() nats.Header {
+	h := nats.Header{}
+	h.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	return h
+}
+
+// subscriptionChanged follows the engine (called with its lock held, so it only queues):
+// a new subscription's record is written as a snapshot, each later change behind it,
+// numbered; every snapshotEvery changes a new snapshot rolls the subject up.
+func (m *Mirror) subscriptionChanged(c subscription.Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := c.Subscription
+	switch c.Kind {
+	case subscription.ChangeCreated:
+		hash := m.sessionKeyLocked(c.Record.Session)
+		m.subOf[id], m.deltas[id] = hash, 0
+		m.snapshotLocked(hash, c.Record)
+		return
+	case subscription.ChangeDeleted:
+		hash, ok := m.subOf[id]
+		delete(m.subOf, id)
+		delete(m.deltas, id)
+		delete(m.snaps, id)
+		if ok && c.Status != status.GoodSubscriptionTransferred { // Forget: it goes on elsewhere
+			m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), hdr: rollup()})
+		}
+		return
+	case subscription.ChangeTransferred:
+		// Another session (here) took it: it moves to that session's subject, where a
+		// snapshot starts it again.
+		if hash, ok := m.subOf[id]; ok {
+			m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), hdr: rollup()})
+		}
+		m.subOf[id] = m.sessionKeyLocked(c.Session)
+		m.snaps[id] = true
+		m.w.kick()
+	}
+	hash, ok := m.subOf[id]
+	if !ok {
+		return
+	}
+	m.deltas[id]++
+	n := m.deltas[id]
+	m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgChange, n, c.EncodeBinary)})
+	if n%snapshotEvery == 0 {
+		m.snaps[id] = true
+	}
+}
+
+// sessionKeyLocked is the hash of session id for subjects; a detached subscription
+// (null session) keeps the hash it had.
+func (m *Mirror) sessionKeyLocked(id codec.NodeId) string {
+	if id.IsNull() {
+		return "detached"
+	}
+	return hashOf(id)
+}
+
+// snapshotLocked queues rec as the snapshot of its subscription: it includes the changes
+// counted so far.
+func (m *Mirror) snapshotLocked(hash string, rec *subscription.SubscriptionRecord) {
+	n := m.deltas[rec.ID]
+	m.w.put(op{subject: m.subSubject(hash, rec.ID), plain: subMessage(msgSnapshot, n, rec.EncodeBinary), hdr: rollup()})
+}
+
+// takeSnapshots queues the snapshots asked for: each is read with the engine's lock held,
+// between two changes, so that it sits at its place in the queue.
+func (m *Mirror) takeSnapshots() {
+	m.mu.Lock()
+	ids := make([]uint32, 0, len(m.snaps))
+	for id := range m.snaps {
+		ids = append(ids, id)
+	}
+	clear(m.snaps)
+	m.mu.Unlock()
+	for _, id := range ids {
+		m.cfg.Subs.WithRecord(id, func(r *subscription.SubscriptionRecord) {
+			if r == nil {
+				return
+			}
+			m.mu.Lock()
+			if hash, ok := m.subOf[id]; ok {
+				m.snapshotLocked(hash, r)
+			}
+			m.mu.Unlock()
+		})
+	}
+}
+
+// barrier waits until every change queued so far is kept (the engine calls it before a
+// Publish response leaves), or until mirror.sendWait has passed, which degrades the
+// mirror. A degraded mirror does not wait: the server serves its own clients.
+func (m *Mirror) barrier() {
+	if m.Degraded() {
+		return
+	}
+	m.w.mu.Lock()
+	n := m.w.enq
+	m.w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SendWait)
+	defer cancel()
+	if !m.w.waitFor(ctx, n) && ctx.Err() != nil {
+		m.setDegraded(errors.New("a NotificationMessage was not kept within mirror.sendWait"))
+	}
+}
+
+// resyncAll queues the whole state again: every session held here and a snapshot of
+// every subscription. It follows a failed write, after which the set's copy may lack
+// any part of it.
+func (m *Mirror) resyncAll() {
+	m.mu.Lock()
+	for key, o := range m.owned {
+		m.sw.put(op{session: key, own: o})
+	}
+	for id := range m.subOf {
+		m.snaps[id] = true
+	}
+	m.mu.Unlock()
+	m.takeSnapshots()
+}
+
+// Restore adds the subscriptions of session sessionID, as the set keeps them, to this
+// server's engine, after a Claim of the session: each subject's snapshot and the changes
+// after it are replayed into a scratch engine, and the records it ends with are applied
+// to the engine, which carries them on (their sequence numbers, their retransmission
+// queues, their items sampled again). It returns how many it restored.
+func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	filter := fmt.Sprintf("%s.sub.%s.*", m.cfg.Cluster, hashOf(sessionID))
+	info, err := m.subs.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, err)
+	}
+	if len(info.State.Subjects) == 0 {
+		return 0, nil
+	}
+	cons, err := m.subs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, err)
+	}
+	scratch := m.cfg.Subs.Scratch()
+	since := make(map[string]uint64) // per subject: the changes its snapshot includes
+	broken := make(map[uint32]bool)  // subscriptions whose stream does not replay
+	for {
+		msg, err := cons.Next(jetstream.FetchMaxWait(m.cfg.Timeout))
+		if err != nil {
+			return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
+		}
+		if id, ok := subID(msg.Subject()); ok && !broken[id] {
+			if err := m.replay(scratch, msg, since); err != nil {
+				// A gap (a write lost while the mirror was degraded) or a record this
+				// server cannot open: that subscription cannot go on here.
+				m.log.Warn("mirror: a subscription of a taken-over session does not replay", "session", sessionID, "subscription", id, "err", err)
+				broken[id] = true
+			}
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return 0, err
+		}
+		if meta.NumPending == 0 {
+			break
+		}
+	}
+	recs := scratch.Snapshot()
+	restored := 0
+	for i := range recs {
+		r := &recs[i]
+		if broken[r.ID] {
+			continue
+		}
+		if err := m.cfg.Subs.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: r.ID, Record: r}); err != nil {
+			return restored, fmt.Errorf("mirror: restoring subscription %d: %w", r.ID, err)
+		}
+		restored++
+	}
+	return restored, nil
+}
+
+// subID is the subscription ID at the end of a subject of <set>-subs.
+func subID(subject string) (uint32, bool) {
+	i := strings.LastIndexByte(subject, '.')
+	n, err := strconv.ParseUint(subject[i+1:], 10, 32)
+	return uint32(n), err == nil
+}
+
+// replay applies one message of <set>-subs to the scratch engine.
+func (m *Mirror) replay(scratch *subscription.Engine, msg jetstream.Msg, since map[string]uint64) error {
+	subject := msg.Subject()
+	plain, err := m.seal.open(subject, msg.Data())
+	if err != nil {
+		m.log.Error("a subscription record of the set does not open: is mirror.key the same on every server?", "subject", subject, "err", err)
+		return err
+	}
+	sm, err := decodeSubMessage(plain)
+	if err != nil {
+		return fmt.Errorf("mirror: %s: %w", subject, err)
+	}
+	switch sm.kind {
+	case msgSnapshot:
+		since[subject] = sm.n
+		return scratch.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: sm.rec.ID, Record: sm.rec})
+	case msgChange:
+		if sm.n <= since[subject] {
+			return nil // in the snapshot already
+		}
+		return scratch.Apply(sm.change)
+	}
+	return nil // a tombstone
+}
+
+// subMsg is a decoded message of <set>-subs: a snapshot's record or a change.
+type subMsg struct {
+	kind   byte
+	n      uint64
+	rec    *subscription.SubscriptionRecord
+	change subscription.Change
+}
+
+// decodeSubMessage decodes the plain text of a message of <set>-subs.
+func decodeSubMessage(plain []byte) (subMsg, error) {
+	d := codec.NewDecoder(plain)
+	sm := subMsg{kind: d.Byte(), n: d.UInt64()}
+	switch sm.kind {
+	case msgSnapshot:
+		sm.rec = new(subscription.SubscriptionRecord)
+		sm.rec.DecodeBinary(d)
+	case msgChange:
+		sm.change.DecodeBinary(d)
+	case msgDeleted:
+	default:
+		d.Fail(status.BadDecodingError)
+	}
+	if d.Err() == nil && d.Remaining() != 0 {
+		d.Fail(status.BadDecodingError)
+	}
+	return sm, d.Err()
+}
+
+// waitWritten waits until what is queued now is kept, or d has passed.
+func (m *Mirror) waitWritten(d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	m.w.mu.Lock()
+	n := m.w.enq
+	m.w.mu.Unlock()
+	m.sw.mu.Lock()
+	ns := m.sw.enq
+	m.sw.mu.Unlock()
+	return m.w.waitFor(ctx, n) && m.sw.waitFor(ctx, ns)
+}

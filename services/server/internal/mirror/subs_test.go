@@ -1,0 +1,52 @@
+package mirror
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/services/server/internal/subscription"
+)
+
+func testRecord() *subscription.SubscriptionRecord {
+	return &subscription.SubscriptionRecord{
+		ID: 3<<24 | 1, Session: codec.NewGuidNodeId(0, codec.Guid{Data1: 1}), Owner: "urn:client",
+		Settings: subscription.Settings{PublishingInterval: 100 * time.Millisecond, LifetimeCount: 30, MaxKeepAliveCount: 10},
+		Enabled:  true, NextSequenceNumber: 5,
+	}
+}
+
+func TestSubMessageRoundTrip(t *testing.T) {
+	rec := testRecord()
+	sm, err := decodeSubMessage(subMessage(msgSnapshot, 7, rec.EncodeBinary))
+	require.NoError(t, err)
+	require.Equal(t, msgSnapshot, sm.kind)
+	require.EqualValues(t, 7, sm.n)
+	require.Equal(t, rec, sm.rec)
+
+	c := subscription.Change{Kind: subscription.ChangeSent, Subscription: rec.ID,
+		Message: ua.NotificationMessage{SequenceNumber: 5, PublishTime: codec.DateTime(1)}}
+	sm, err = decodeSubMessage(subMessage(msgChange, 8, c.EncodeBinary))
+	require.NoError(t, err)
+	require.Equal(t, msgChange, sm.kind)
+	require.Equal(t, c.Message.SequenceNumber, sm.change.Message.SequenceNumber)
+
+	_, err = decodeSubMessage(subMessage(9, 0, nil))
+	require.Error(t, err, "an unknown kind")
+	_, err = decodeSubMessage(append(subMessage(msgDeleted, 0, nil), 1))
+	require.Error(t, err, "trailing bytes")
+}
+
+// FuzzDecodeSubMessage: a message of the subscription stream never panics the decoder.
+func FuzzDecodeSubMessage(f *testing.F) {
+	f.Add(subMessage(msgSnapshot, 7, testRecord().EncodeBinary))
+	c := subscription.Change{Kind: subscription.ChangeAcknowledged, Subscription: 1, Sequence: 4}
+	f.Add(subMessage(msgChange, 1, c.EncodeBinary))
+	f.Add(subMessage(msgDeleted, 0, nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodeSubMessage(b)
+	})
+}

@@ -1,0 +1,174 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// op is one write to JetStream.
+type op struct {
+	subject string
+	plain   []byte // sealed for subject when written; nil writes no body
+	hdr     nats.Header
+	// session is the key of a session record write: it is a compare-and-swap on the
+	// record's revision, which the writer reads and then records (sessions.go).
+	session string
+	own     *ownedSession
+	// purge ends the session record instead of writing it.
+	purge bool
+	// result, when not nil, gets the write's outcome.
+	result chan error
+}
+
+// writer writes the ops queued by the observers, in order. The subscription writer
+// publishes a batch at once and waits for its acknowledgements; the session writer
+// writes one record at a time, each a compare-and-swap on the revision the last one
+// left.
+type writer struct {
+	m *Mirror
+
+	mu    sync.Mutex // guards queue, enq, tick
+	queue []op
+	enq   uint64 // ops queued so far
+	// tick is closed (and replaced) whenever flushed moves on.
+	tick chan struct{}
+	// flushed counts the ops written (or given up on, the mirror then degraded).
+	flushed uint64
+	wake    chan struct{}
+}
+
+func (w *writer) init(m *Mirror) {
+	w.m = m
+	w.tick = make(chan struct{})
+	w.wake = make(chan struct{}, 1)
+}
+
+// put queues o (called with the engine's or the table's lock held: it never blocks)
+// and returns its place in the queue.
+func (w *writer) put(o op) uint64 {
+	w.mu.Lock()
+	w.queue = append(w.queue, o)
+	w.enq++
+	n := w.enq
+	w.mu.Unlock()
+	w.kick()
+	return n
+}
+
+func (w *writer) kick() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until op n is written, ctx ends or the mirror stops; false if not
+// written.
+func (w *writer) waitFor(ctx context.Context, n uint64) bool {
+	for {
+		w.mu.Lock()
+		done, tick := w.flushed >= n, w.tick
+		w.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return false
+		case <-w.m.done:
+			return false
+		}
+	}
+}
+
+// take returns the queued ops.
+func (w *writer) take() []op {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queue
+	w.queue = nil
+	return q
+}
+
+// advance records n more ops written.
+func (w *writer) advance(n int) {
+	w.mu.Lock()
+	w.flushed += uint64(n)
+	close(w.tick)
+	w.tick = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// run writes until the mirror stops; before, when not nil, runs before each batch is
+// taken.
+func (w *writer) run(before func(), write func([]op)) {
+	for {
+		select {
+		case <-w.m.done:
+			return
+		case <-w.wake:
+		}
+		if before != nil {
+			before()
+		}
+		if q := w.take(); len(q) > 0 || w.m.resync.Load() {
+			write(q)
+			w.advance(len(q))
+		}
+	}
+}
+
+// publishAll writes the subscription ops of q, pipelined, and waits for their
+// acknowledgements; a failure degrades the mirror.
+func (m *Mirror) publishAll(q []op) {
+	futures := make([]jetstream.PubAckFuture, 0, len(q))
+	var failed error
+	for i := range q {
+		f, err := m.js.PublishMsgAsync(m.message(&q[i]))
+		if err != nil {
+			failed = err
+			break
+		}
+		futures = append(futures, f)
+	}
+	timeout := time.NewTimer(m.cfg.Timeout)
+	defer timeout.Stop()
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			failed = err
+		case <-timeout.C:
+			failed = errors.New("no acknowledgement within mirror timeout")
+		case <-m.done:
+			return
+		}
+		if failed != nil {
+			break
+		}
+	}
+	if failed != nil {
+		m.errs.Add(1)
+		m.setDegraded(failed)
+		return
+	}
+	if !m.nc.IsConnected() {
+		return
+	}
+	m.caughtUp()
+}
+
+// message builds the NATS message of o, sealing its body for its subject.
+func (m *Mirror) message(o *op) *nats.Msg {
+	msg := &nats.Msg{Subject: o.subject, Header: o.hdr}
+	if o.plain != nil {
+		msg.Data = m.seal.seal(o.subject, o.plain)
+	}
+	return msg
+}

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/server/internal/mirror"
+	"uastack.dev/services/server/internal/session"
+)
+
+// startMirror starts the NATS mirror of mirror.* (issue 19) when mirror.urls is set: the
+// server becomes a member of a HotAndMirrored redundant set. It runs before the server
+// serves, since it sets the subscription engine's ID space.
+func (s *Server) startMirror() error {
+	mc := s.cfg.Mirror
+	if !mc.Enabled() {
+		return nil
+	}
+	key, err := mc.ClusterKey()
+	if err != nil {
+		return err
+	}
+	var opts []nats.Option
+	switch {
+	case mc.Credentials != "":
+		opts = append(opts, nats.UserCredentials(mc.Credentials))
+	case mc.NKeySeedFile != "":
+		opt, err := nats.NkeyOptionFromSeed(mc.NKeySeedFile)
+		if err != nil {
+			return fmt.Errorf("mirror.nkeySeedFile: %w", err)
+		}
+		opts = append(opts, opt)
+	case mc.Token != "":
+		opts = append(opts, nats.Token(mc.Token))
+	case mc.User != "":
+		opts = append(opts, nats.UserInfo(mc.User, mc.Password))
+	}
+	if mc.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(mc.TLSCA))
+	}
+	if mc.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(mc.TLSCert, mc.TLSKey))
+	}
+	s.mirror, err = mirror.Start(context.Background(), mirror.Config{
+		URLs: mc.URLs, Options: opts, Cluster: mc.Cluster, Key: key,
+		ServerURI: s.cfg.Application.ApplicationURI, Certificate: s.cert.Raw,
+		Replicas: mc.Replicas, MaxBytes: int64(mc.MaxBytes), MaxAge: mc.MaxAge,
+		SendWait: mc.SendWait, Timeout: mc.Timeout,
+		Sessions: s.sessions, Subs: s.subs, Log: s.log,
+		Members: s.redundantSet,
+	})
+	if err != nil {
+		return err
+	}
+	return s.space.SetTypedValue(codec.NewNumericNodeId(0, id.Server_ServerRedundancy_RedundancySupport),
+		codec.Int32Variant(int32(ua.RedundancySupportHotAndMirrored)))
+}
+
+// redundantSet is told the ServerUris of the set's servers when they change.
+func (s *Server) redundantSet(uris []string) {
+	s.log.Info("redundant set", "servers", uris)
+}
+
+// claimSession reads a session another server of the set holds, for an ActivateSession
+// on this server (Part 4 §6.6.2, HotAndMirrored): the record and client certificate to
+// check the activation against. BadSessionIdInvalid when no server has it.
+func (s *Server) claimSession(ctx context.Context, token codec.NodeId) (*mirror.Claimed, *x509.Certificate, status.Code) {
+	cl, err := s.mirror.Claim(ctx, token)
+	if err != nil {
+		if !errors.Is(err, mirror.ErrUnknown) {
+			s.log.Warn("taking a session over", "err", err)
+		}
+		return nil, nil, status.BadSessionIdInvalid
+	}
+	var cert *x509.Certificate
+	if cl.Record.ClientCertificate != nil {
+		if cert, err = x509.ParseCertificate(cl.Record.ClientCertificate); err != nil {
+			s.mirror.Unclaim(token)
+			return nil, nil, status.BadSessionIdInvalid
+		}
+	}
+	return cl, cert, status.Good
+}
+
+// adoptSession adds a claimed session, whose activation checked out, to the table and its
+// subscriptions to the engine. On failure the session is dropped here and stays the
+// set's.
+func (s *Server) adoptSession(ctx context.Context, cl *mirror.Claimed) status.Code {
+	if err := s.sessions.Apply(&session.Change{Kind: session.Created, Record: cl.Record}); err != nil {
+		s.mirror.Unclaim(cl.Record.AuthenticationToken)
+		s.log.Warn("taking a session over", "session", cl.Record.SessionID, "err", err)
+		return status.BadSessionIdInvalid
+	}
+	n, err := s.mirror.Restore(ctx, cl.Record.SessionID)
+	if err != nil {
+		s.log.Warn("taking a session's subscriptions over", "session", cl.Record.SessionID, "restored", n, "err", err)
+	}
+	s.log.Info("session taken over from another server of the set", "session", cl.Record.SessionID, "subscriptions", n)
+	return status.Good
+}
+
+// dropSession lets go of a session this server cannot keep: another server holds it.
+func (s *Server) dropSession(rec session.Record) {
+	_ = s.sessions.Apply(&session.Change{Kind: session.Ended, End: session.Moved, Record: rec})
+}
