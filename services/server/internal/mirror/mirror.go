@@ -195,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 	cfg.Subs.SetSendBarrier(m.barrier)
 	m.stops = append(m.stops, cfg.Subs.Observe(m.subscriptionChanged))
 	cfg.Sessions.Observe(m.sessionChanged)
-	if err := m.watchSessions(sctx); err != nil {
+	if err := m.watchSessions(); err != nil {
 		return fail(err)
 	}
 	m.loops.Go(func() { m.w.run(m.takeSnapshots, m.publishAll) })

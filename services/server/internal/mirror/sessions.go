@@ -264,12 +264,15 @@ func (m *Mirror) Unclaim(token codec.NodeId) {
 
 // watchSessions follows <set>-sessions: when another server writes a session this
 // server holds, it took the session over, and this server lets it go.
-func (m *Mirror) watchSessions(ctx context.Context) error {
+func (m *Mirror) watchSessions() error {
+	// The watch lives as long as the mirror, not as Start's context.
+	ctx, cancel := context.WithCancel(context.Background())
 	w, err := m.sessions.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
 	if err != nil {
+		cancel()
 		return fmt.Errorf("mirror: watching sessions: %w", err)
 	}
-	m.stops = append(m.stops, func() { _ = w.Stop() })
+	m.stops = append(m.stops, func() { _ = w.Stop(); cancel() })
 	m.loops.Go(func() {
 		for {
 			select {

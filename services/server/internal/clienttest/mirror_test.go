@@ -1,0 +1,155 @@
+package clienttest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uastack.dev/pkg/client"
+	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/id"
+	"uastack.dev/services/mirror/natsnode"
+	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/servertest"
+)
+
+// natsServer starts one NATS server with JetStream for the test.
+func natsServer(t testing.TB) *natsnode.Node {
+	t.Helper()
+	n, err := natsnode.Start(natsnode.Config{DataDir: filepath.Join(t.TempDir(), "nats")})
+	require.NoError(t, err)
+	t.Cleanup(n.Shutdown)
+	return n
+}
+
+// clusterKey returns a fresh cluster key in base64, as mirror.key takes it.
+func clusterKey(t testing.TB) string {
+	t.Helper()
+	k := make([]byte, 32)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+// mirroredServer starts a server of the redundant set cluster, mirrored through natsURL
+// with key; name makes its ApplicationUri.
+func mirroredServer(t testing.TB, natsURL, cluster, key, name string) *servertest.Server {
+	t.Helper()
+	ts, _ := testServer(t, func(c *config.Config) {
+		c.Application.ApplicationURI = "urn:127.0.0.1:uastack:mirror:" + name
+		c.Mirror.URLs = []string{natsURL}
+		c.Mirror.Cluster = cluster
+		c.Mirror.Key = key
+	})
+	return ts
+}
+
+// trustAll opens a client PKI that trusts every server of servers.
+func trustAll(t testing.TB, servers ...*servertest.Server) *pki.PKI {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "client-pki-set")
+	certs := filepath.Join(dir, "trusted", "certs")
+	require.NoError(t, os.MkdirAll(certs, 0o700))
+	for i, s := range servers {
+		own := filepath.Join(s.PKIDir, "own", "certs")
+		entries, err := os.ReadDir(own)
+		require.NoError(t, err)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(own, e.Name()))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(certs, string(rune('a'+i))+"-"+e.Name()), b, 0o600))
+		}
+	}
+	p, err := pki.Open(dir, pki.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// TestMirrorFailover is Part 4 §6.6.2's HotAndMirrored failover: a client with a live
+// subscription on A loses A (its connections cut and its address gone, A itself still
+// running, as in a partition); it moves to B and activates the same session there. B
+// takes the session over with its subscription, which goes on with the same id and its
+// sequence numbers; A lets the session go. Every value written before and after arrives,
+// in order; at the takeover the current value may arrive again.
+func TestMirrorFailover(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	nats := natsServer(t)
+	key := clusterKey(t)
+	a := mirroredServer(t, nats.ClientURL(), "failover", key, "A")
+	b := mirroredServer(t, nats.ClientURL(), "failover", key, "B")
+	trust := trustAll(t, a, b)
+	for _, sec := range securities {
+		t.Run(sec.name, func(t *testing.T) {
+			pa := newProxy(t, a.Addr.String())
+			wa := dial(t, ctx, a.URL, dialOpts(t, securities[0], trust)...)
+			cl := dial(t, ctx, pa.URL(), dialOpts(t, sec, trust, client.Failover(pa.URL(), b.URL),
+				client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))...)
+			wb := dial(t, ctx, b.URL, dialOpts(t, securities[0], trust)...)
+			// The set says what it is.
+			dv, err := cl.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServerRedundancy_RedundancySupport))
+			require.NoError(t, err)
+			require.EqualValues(t, ua.RedundancySupportHotAndMirrored, dv.Value.Value())
+
+			write := func(from, to int32) {
+				for v := from; v <= to; v++ {
+					for _, w := range []*client.Client{wa, wb} {
+						_, err := w.WriteValue(ctx, demoInt32, codec.Int32Variant(v))
+						require.NoError(t, err)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			write(0, 0)
+			sess := cl.SessionID()
+			sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 50 * time.Millisecond})
+			subID := sub.ID()
+			write(1, 20)
+			rec.waitFor(t, 20, 10*time.Second)
+
+			// A holds the writer's session and the client's (the count is refreshed now and
+			// then).
+			require.Eventually(t, func() bool { return sessionCount(t, ctx, wa) == 2 }, 5*time.Second, 50*time.Millisecond)
+			pa.ln.Close() // A is out of reach; it runs on
+			pa.Drop()
+			require.Eventually(t, func() bool { return cl.URL() == b.URL }, 30*time.Second, 20*time.Millisecond, "moved to B")
+			rec.waitFor(t, 20, 10*time.Second) // B reports the current value
+			write(21, 40)
+			rec.waitFor(t, 40, 10*time.Second)
+
+			require.Equal(t, sess, cl.SessionID(), "the same session")
+			require.Eventually(t, func() bool { return sessionCount(t, ctx, wa) == 1 }, 10*time.Second, 50*time.Millisecond,
+				"A let the session go")
+			require.Equal(t, subID, sub.ID(), "the same subscription")
+			st := sub.Stats()
+			require.Zero(t, st.Recreated, "taken over, not created again")
+			require.Zero(t, st.Transferred)
+			require.Zero(t, st.Lost)
+			vals := slices.Compact(rec.values()) // the current value may come again at the takeover
+			want := make([]int32, 41)
+			for i := range want {
+				want[i] = int32(i)
+			}
+			require.Equal(t, want, vals, "every value once, in order: %s", rec)
+		})
+	}
+}
+
+// sessionCount reads the server's CurrentSessionCount.
+func sessionCount(t testing.TB, ctx context.Context, c *client.Client) int {
+	t.Helper()
+	dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServerDiagnostics_ServerDiagnosticsSummary_CurrentSessionCount))
+	require.NoError(t, err)
+	return int(dv.Value.Bits())
+}
