@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -288,4 +289,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestDerivedName: a node without a name is named after the address it is known by,
+// which stays the same across restarts and differs between machines.
+func TestDerivedName(t *testing.T) {
+	t.Parallel()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	routes := []string{"127.0.0.1:6222"}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Port: 4222}, "127.0.0.1-4222"},
+		{Config{Host: "10.0.0.7", Port: 4222}, "10.0.0.7-4222"},
+		{Config{Host: "0.0.0.0", Port: 4222}, host + "-4222"},
+		{Config{Host: "::", Port: 4222}, host + "-4222"},
+		{Config{Port: 0}, ""},
+		{Config{Name: "given", Port: 4222}, "given"},
+		{Config{Port: 4222, Cluster: Cluster{Name: "c", Port: 6222, Routes: routes}}, "127.0.0.1-6222"},
+		{Config{Port: 4222, Cluster: Cluster{Name: "c", Host: "0.0.0.0", Port: 6222, Routes: routes}}, host + "-6222"},
+		{Config{Port: 4222, Cluster: Cluster{Name: "c", Routes: routes}}, ""},
+	} {
+		tc.cfg.DataDir = "store"
+		opts, err := options(tc.cfg)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, opts.ServerName, "%+v", tc.cfg)
+	}
 }
