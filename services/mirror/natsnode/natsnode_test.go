@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -247,6 +248,13 @@ func TestStartRefuses(t *testing.T) {
 		require.Less(t, time.Since(begin), readyTimeout, "reported, not timed out")
 	})
 
+	t.Run("store is a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(file, nil, 0o600))
+		_, err := Start(Config{DataDir: file})
+		require.ErrorContains(t, err, "JetStream")
+	})
+
 	_, err := StartCluster(t.TempDir(), 1, "c")
 	require.ErrorContains(t, err, "cluster of 1")
 }
@@ -261,6 +269,40 @@ func TestLoggerCarriesNATS(t *testing.T) {
 	require.Contains(t, info.String(), "level=INFO msg=\"Server is ready\" component=nats")
 	require.NotContains(t, info.String(), "level=DEBUG")
 	require.Contains(t, debug.String(), "level=DEBUG")
+}
+
+// TestStartClusterLosesAPort: another process takes a reserved route port before its
+// node binds it; StartCluster starts again on fresh ports, and the cluster works.
+func TestStartClusterLosesAPort(t *testing.T) { // not parallel: it sets released
+	var stolen net.Listener
+	var ports []int
+	released = func(port int) {
+		ports = append(ports, port)
+		if stolen == nil && len(ports) == 2 {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			require.NoError(t, err)
+			stolen = ln
+		}
+	}
+	t.Cleanup(func() { released = nil })
+	nodes, err := StartCluster(t.TempDir(), 2, "retry")
+	require.NoError(t, err)
+	for _, n := range nodes {
+		t.Cleanup(n.Shutdown)
+	}
+	require.NotNil(t, stolen)
+	defer stolen.Close()
+	require.Len(t, ports, 4, "two ports on the first attempt, two on the second")
+	stolenURL := "nats-route://" + stolen.Addr().String()
+	for _, n := range nodes {
+		require.NotEqual(t, stolenURL, n.RouteURL())
+		require.NotContains(t, n.Config().Cluster.Routes, stolenURL)
+	}
+	ctx := testContext(t)
+	kv, err := connect(t, nodes[1].ClientURL()).CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "r2", Replicas: 2})
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "k", []byte("v"))
+	require.NoError(t, err)
 }
 
 // TestPortTaken is how StartCluster tells a lost reservation from another failure.
