@@ -23,6 +23,10 @@ const clusterAttempts = 3
 // the moment between its reservation and the node's start.
 var errPortTaken = errors.New("a reserved route port was taken")
 
+// released, when not nil, is called with each reserved port as its reservation is
+// released: a test takes the port there to lose the race on purpose.
+var released func(port int)
+
 // StartCluster starts n nodes (n ≥ 2) on 127.0.0.1 as the cluster name, node i named
 // name-i with its store in dir/node-i, and returns once JetStream is ready on all of
 // them (WaitJetStream). Every node's routes name every node, itself included, so that
@@ -81,6 +85,9 @@ func startCluster(dir string, n int, name string) (nodes []*Node, err error) {
 		port := reserved[0].Addr().(*net.TCPAddr).Port
 		_ = reserved[0].Close()
 		reserved = reserved[1:]
+		if released != nil {
+			released(port)
+		}
 		node, err := Start(Config{
 			Name:    name + "-" + strconv.Itoa(i),
 			DataDir: nodeDir(dir, i),

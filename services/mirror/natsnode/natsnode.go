@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,8 +30,10 @@ import (
 type Config struct {
 	// Name is the server's name, unique in a cluster, and the identity JetStream's
 	// replication knows the node by: a restarted node must keep it. "" derives it from
-	// Host and Port ("127.0.0.1-4222"), or, with Port 0, takes the server's generated
-	// identifier; Node.Config reports the name in effect either way.
+	// the address the node is known by, the route's in a cluster and else the client
+	// port's ("127.0.0.1-6222"; a wildcard host is replaced by the machine's host
+	// name), or, when that port is 0, takes the server's generated identifier.
+	// Node.Config reports the name in effect.
 	Name string
 	// Host is the client listen address; "" = 127.0.0.1.
 	Host string
@@ -175,9 +178,6 @@ func options(cfg Config) (*server.Options, error) {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
 	}
-	if opts.ServerName == "" && cfg.Port != 0 {
-		opts.ServerName = opts.Host + "-" + strconv.Itoa(cfg.Port)
-	}
 	if cfg.Port == 0 {
 		// To NATS, port 0 is its default port and -1 a free one.
 		opts.Port = server.RANDOM_PORT
@@ -186,6 +186,9 @@ func options(cfg Config) (*server.Options, error) {
 		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
 	}
 	if !cfg.Cluster.clustered() {
+		if opts.ServerName == "" {
+			opts.ServerName = derivedName(opts.Host, cfg.Port)
+		}
 		return opts, nil
 	}
 	c := cfg.Cluster
@@ -205,6 +208,9 @@ func options(cfg Config) (*server.Options, error) {
 	if opts.Cluster.Host == "" {
 		opts.Cluster.Host = "127.0.0.1"
 	}
+	if opts.ServerName == "" {
+		opts.ServerName = derivedName(opts.Cluster.Host, c.Port)
+	}
 	if c.Port == 0 {
 		// Port 0 would mean no cluster at all to NATS.
 		opts.Cluster.Port = server.RANDOM_PORT
@@ -217,6 +223,21 @@ func options(cfg Config) (*server.Options, error) {
 		opts.Routes = append(opts.Routes, u)
 	}
 	return opts, nil
+}
+
+// derivedName is a server name made of the address a node is known by, or "" (NATS
+// then uses its generated identifier) when the port is not known before the start.
+func derivedName(host string, port int) string {
+	if port == 0 {
+		return ""
+	}
+	if wildcard(host) {
+		// Every machine's wildcard address is the same.
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		}
+	}
+	return host + "-" + strconv.Itoa(port)
 }
 
 // parseRoute reads a route URL; a bare host:port is taken as nats-route://host:port.
@@ -238,10 +259,16 @@ func parseRoute(r string) (*url.URL, error) {
 // dialHost is the host to put in a URL for a listener bound to host: a wildcard
 // address is reached through the loopback interface on this machine.
 func dialHost(host string) string {
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+	if wildcard(host) {
 		return "127.0.0.1"
 	}
 	return host
+}
+
+// wildcard reports whether a listener on host listens on every interface.
+func wildcard(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // ClientURL is the URL clients on this machine connect to: nats://host:port, or

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -246,6 +248,13 @@ func TestStartRefuses(t *testing.T) {
 		require.Less(t, time.Since(begin), readyTimeout, "reported, not timed out")
 	})
 
+	t.Run("store is a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(file, nil, 0o600))
+		_, err := Start(Config{DataDir: file})
+		require.ErrorContains(t, err, "JetStream")
+	})
+
 	_, err := StartCluster(t.TempDir(), 1, "c")
 	require.ErrorContains(t, err, "cluster of 1")
 }
@@ -260,6 +269,40 @@ func TestLoggerCarriesNATS(t *testing.T) {
 	require.Contains(t, info.String(), "level=INFO msg=\"Server is ready\" component=nats")
 	require.NotContains(t, info.String(), "level=DEBUG")
 	require.Contains(t, debug.String(), "level=DEBUG")
+}
+
+// TestStartClusterLosesAPort: another process takes a reserved route port before its
+// node binds it; StartCluster starts again on fresh ports, and the cluster works.
+func TestStartClusterLosesAPort(t *testing.T) { // not parallel: it sets released
+	var stolen net.Listener
+	var ports []int
+	released = func(port int) {
+		ports = append(ports, port)
+		if stolen == nil && len(ports) == 2 {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			require.NoError(t, err)
+			stolen = ln
+		}
+	}
+	t.Cleanup(func() { released = nil })
+	nodes, err := StartCluster(t.TempDir(), 2, "retry")
+	require.NoError(t, err)
+	for _, n := range nodes {
+		t.Cleanup(n.Shutdown)
+	}
+	require.NotNil(t, stolen)
+	defer stolen.Close()
+	require.Len(t, ports, 4, "two ports on the first attempt, two on the second")
+	stolenURL := "nats-route://" + stolen.Addr().String()
+	for _, n := range nodes {
+		require.NotEqual(t, stolenURL, n.RouteURL())
+		require.NotContains(t, n.Config().Cluster.Routes, stolenURL)
+	}
+	ctx := testContext(t)
+	kv, err := connect(t, nodes[1].ClientURL()).CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "r2", Replicas: 2})
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "k", []byte("v"))
+	require.NoError(t, err)
 }
 
 // TestPortTaken is how StartCluster tells a lost reservation from another failure.
@@ -288,4 +331,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestDerivedName: a node without a name is named after the address it is known by,
+// which stays the same across restarts and differs between machines.
+func TestDerivedName(t *testing.T) {
+	t.Parallel()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	routes := []string{"127.0.0.1:6222"}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Port: 4222}, "127.0.0.1-4222"},
+		{Config{Host: "10.0.0.7", Port: 4222}, "10.0.0.7-4222"},
+		{Config{Host: "0.0.0.0", Port: 4222}, host + "-4222"},
+		{Config{Host: "::", Port: 4222}, host + "-4222"},
+		{Config{Port: 0}, ""},
+		{Config{Name: "given", Port: 4222}, "given"},
+		{Config{Port: 4222, Cluster: Cluster{Name: "c", Port: 6222, Routes: routes}}, "127.0.0.1-6222"},
+		{Config{Port: 4222, Cluster: Cluster{Name: "c", Host: "0.0.0.0", Port: 6222, Routes: routes}}, host + "-6222"},
+		{Config{Port: 4222, Cluster: Cluster{Name: "c", Routes: routes}}, ""},
+	} {
+		tc.cfg.DataDir = "store"
+		opts, err := options(tc.cfg)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, opts.ServerName, "%+v", tc.cfg)
+	}
 }
