@@ -251,6 +251,11 @@ func (m *Mirror) Close() {
 	for _, stop := range m.stops {
 		stop()
 	}
+	// What is queued is written, within a bound: a server stopped for maintenance
+	// leaves the set an exact copy.
+	if !m.Degraded() {
+		m.waitWritten(m.cfg.Timeout)
+	}
 	close(m.done)
 	m.loops.Wait()
 	_ = m.nc.Drain()

@@ -106,8 +106,3 @@ func (s *Server) adoptSession(ctx context.Context, cl *mirror.Claimed) status.Co
 	s.log.Info("session taken over from another server of the set", "session", cl.Record.SessionID, "subscriptions", n)
 	return status.Good
 }
-
-// dropSession lets go of a session this server cannot keep: another server holds it.
-func (s *Server) dropSession(rec session.Record) {
-	_ = s.sessions.Apply(&session.Change{Kind: session.Ended, End: session.Moved, Record: rec})
-}
