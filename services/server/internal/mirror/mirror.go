@@ -98,11 +98,13 @@ type Mirror struct {
 	snaps    map[uint32]bool
 	degraded bool
 
-	stops   []func()
-	done    chan struct{}
-	loops   sync.WaitGroup
-	errs    atomic.Uint64 // writes NATS refused or that failed
-	stopped atomic.Bool
+	stops []func()
+	done  chan struct{}
+	loops sync.WaitGroup
+	errs  atomic.Uint64 // writes NATS refused or that failed
+	// takeovers and releases count the sessions taken from and given to other servers.
+	takeovers, releases atomic.Uint64
+	stopped             atomic.Bool
 }
 
 // ownedSession is what the mirror keeps of a session this server holds.
@@ -335,3 +337,32 @@ func (m *Mirror) Degraded() bool {
 
 // errStopped is the error of a call after Close or Halt.
 var errStopped = errors.New("mirror: stopped")
+
+// Stats is what the mirror reports on /metrics.
+type Stats struct {
+	// Pending are the records queued and not yet kept in JetStream: the mirror's lag.
+	Pending int
+	// Errors are the writes NATS refused or that failed.
+	Errors uint64
+	// Degraded is set while NATS is unreachable or the last write failed.
+	Degraded bool
+	// Sessions and Subscriptions are those this server holds in the set.
+	Sessions, Subscriptions int
+	// Takeovers are the sessions taken over from other servers; Releases those another
+	// server took over from this one.
+	Takeovers, Releases uint64
+}
+
+// Stats returns the mirror's figures.
+func (m *Mirror) Stats() Stats {
+	m.w.mu.Lock()
+	pending := int(m.w.enq - m.w.flushed)
+	m.w.mu.Unlock()
+	m.sw.mu.Lock()
+	pending += int(m.sw.enq - m.sw.flushed)
+	m.sw.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return Stats{Pending: pending, Errors: m.errs.Load(), Degraded: m.degraded, Sessions: len(m.owned),
+		Subscriptions: len(m.subOf), Takeovers: m.takeovers.Load(), Releases: m.releases.Load()}
+}

@@ -84,6 +84,7 @@ func (m *Mirror) sessionChanged(c *session.Change) {
 		if cl, ok := m.claiming[key]; ok {
 			// Taken over (Claim): the record is in the bucket already.
 			delete(m.claiming, key)
+			m.takeovers.Add(1)
 			m.owned[key] = &ownedSession{rec: c.Record, creator: cl.creator, rev: cl.rev, written: time.Now()}
 			return
 		}
@@ -97,6 +98,9 @@ func (m *Mirror) sessionChanged(c *session.Change) {
 	case session.Ended:
 		o := m.owned[key]
 		delete(m.owned, key)
+		if o != nil && c.End == session.Moved {
+			m.releases.Add(1)
+		}
 		if o != nil && c.End != session.Moved {
 			m.sw.put(op{session: key, own: o, purge: true})
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
@@ -60,6 +62,9 @@ func (s *Server) startMirror() error {
 	if err != nil {
 		return err
 	}
+	if err := s.instrumentMirror(s.tel.Meter()); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
 	return s.space.SetTypedValue(codec.NewNumericNodeId(0, id.Server_ServerRedundancy_RedundancySupport),
 		codec.Int32Variant(int32(ua.RedundancySupportHotAndMirrored)))
 }
@@ -105,4 +110,54 @@ func (s *Server) adoptSession(ctx context.Context, cl *mirror.Claimed) status.Co
 	}
 	s.log.Info("session taken over from another server of the set", "session", cl.Record.SessionID, "subscriptions", n)
 	return status.Good
+}
+
+// instrumentMirror puts the mirror's figures on /metrics.
+func (s *Server) instrumentMirror(m metric.Meter) error {
+	gauge := func(name, help string) (metric.Int64ObservableGauge, error) {
+		return m.Int64ObservableGauge(name, metric.WithDescription(help))
+	}
+	counter := func(name, help string) (metric.Int64ObservableCounter, error) {
+		return m.Int64ObservableCounter(name, metric.WithDescription(help))
+	}
+	pending, err := gauge("uastack.mirror.pending", "Records queued for the redundant set's JetStream and not yet kept there: the mirror's lag.")
+	if err != nil {
+		return err
+	}
+	degraded, err := gauge("uastack.mirror.degraded", "1 while NATS is unreachable or the last write to it failed; the server serves its own clients and catches up.")
+	if err != nil {
+		return err
+	}
+	held, err := gauge("uastack.mirror.records", "Sessions and subscriptions this server holds in the redundant set, by kind.")
+	if err != nil {
+		return err
+	}
+	errs, err := counter("uastack.mirror.errors", "Writes to the redundant set's JetStream that NATS refused or that failed.")
+	if err != nil {
+		return err
+	}
+	moved, err := counter("uastack.mirror.sessions.moved", "Sessions taken over from another server of the set (direction=in) or by one (direction=out).")
+	if err != nil {
+		return err
+	}
+	kindSession := metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "session")))
+	kindSub := metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "subscription")))
+	in := metric.WithAttributeSet(attribute.NewSet(attribute.String("direction", "in")))
+	out := metric.WithAttributeSet(attribute.NewSet(attribute.String("direction", "out")))
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := s.mirror.Stats()
+		o.ObserveInt64(pending, int64(st.Pending))
+		var d int64
+		if st.Degraded {
+			d = 1
+		}
+		o.ObserveInt64(degraded, d)
+		o.ObserveInt64(held, int64(st.Sessions), kindSession)
+		o.ObserveInt64(held, int64(st.Subscriptions), kindSub)
+		o.ObserveInt64(errs, int64(st.Errors))
+		o.ObserveInt64(moved, int64(st.Takeovers), in)
+		o.ObserveInt64(moved, int64(st.Releases), out)
+		return nil
+	}, pending, degraded, held, errs, moved)
+	return err
 }

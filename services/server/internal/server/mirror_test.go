@@ -7,10 +7,13 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +75,7 @@ func (s *syncBuffer) String() string {
 
 // startMirrorNode starts a server mirrored through natsURL into set cluster with key,
 // trusting client c.
-func startMirrorNode(t *testing.T, natsURL, cluster, key, name string, c mirrorClient) *mirrorNode {
+func startMirrorNode(t *testing.T, natsURL, cluster, key, name string, c mirrorClient, configure ...func(*config.Config)) *mirrorNode {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "pki-"+name)
 	certs := filepath.Join(dir, "trusted", "certs")
@@ -85,6 +88,9 @@ func startMirrorNode(t *testing.T, natsURL, cluster, key, name string, c mirrorC
 		cfg.Mirror.URLs = []string{natsURL}
 		cfg.Mirror.Cluster = cluster
 		cfg.Mirror.Key = key
+		for _, f := range configure {
+			f(cfg)
+		}
 	}})
 	own, err := os.ReadDir(filepath.Join(dir, "own", "certs"))
 	require.NoError(t, err)
@@ -178,14 +184,29 @@ func TestMirrorNonceOnce(t *testing.T) {
 	nats := startNATS(t)
 	key := newClusterKey(t)
 	c := newMirrorClient(t)
-	a := startMirrorNode(t, nats.ClientURL(), "nonce", key, "A", c)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	metricsA := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	a := startMirrorNode(t, nats.ClientURL(), "nonce", key, "A", c, func(cfg *config.Config) { cfg.Observability.MetricsAddr = metricsA })
 	b := startMirrorNode(t, nats.ClientURL(), "nonce", key, "B", c)
+	metric := func(line string) bool {
+		resp, err := http.Get("http://" + metricsA + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return strings.Contains(string(body), "\n"+line+"\n")
+	}
 
 	ch := a.secureChannel(t, ctx, c)
 	token, n1 := createSession(t, ctx, ch, a, c)
 	first := activation(t, c, token, a.cert, n1)
 	code, n2 := activateOn(ctx, ch, first)
 	require.Equal(t, status.Good, code)
+	require.Eventually(t, func() bool {
+		return metric(`uastack_mirror_records{kind="session"} 1`)
+	}, 5*time.Second, 50*time.Millisecond, "A holds one session in the set")
 
 	// Replayed: on A over another channel, and on B, which reads the set's record.
 	code, _ = activateOn(ctx, a.secureChannel(t, ctx, c), first)
@@ -220,6 +241,11 @@ func TestMirrorNonceOnce(t *testing.T) {
 		require.Contains(t, []status.Code{status.BadSessionIdInvalid, status.BadApplicationSignatureInvalid}, code)
 	}
 	require.Equal(t, 1, good, "exactly one server takes the activation: %v", codes)
+	if codes[1] == status.Good {
+		require.Eventually(t, func() bool {
+			return metric(`uastack_mirror_sessions_moved_total{direction="out"} 1`)
+		}, 5*time.Second, 50*time.Millisecond, "A counts the session B took")
+	}
 }
 
 // TestMirrorWrongKey: a server whose cluster key differs cannot open the set's records:
