@@ -43,6 +43,8 @@ type Client struct {
 	// keepAlive fires after an idle interval; it is armed by Dial and stopped by Close.
 	keepAlive *time.Timer
 	idle      time.Duration
+	// levelWatch fires every ServiceLevelWatch interval (failover.go); nil without one.
+	levelWatch *time.Timer
 
 	// cur is the channel and session token calls use; replaced by reconnects.
 	cur atomic.Pointer[link]
@@ -129,6 +131,7 @@ func dial(ctx context.Context, endpointURL string, cfg config) (*Client, error) 
 		return nil, err
 	}
 	c.startKeepAlive()
+	c.startLevelWatch()
 	return c, nil
 }
 
@@ -642,6 +645,9 @@ func (c *Client) Close(ctx context.Context) error {
 	defer c.rmu.Unlock()
 	if c.closed.Swap(true) {
 		return nil
+	}
+	if c.levelWatch != nil {
+		c.levelWatch.Stop()
 	}
 	if c.keepAlive != nil {
 		c.keepAlive.Stop()

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"slices"
+	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
@@ -14,11 +15,13 @@ import (
 
 // Failover names the endpoint URLs of the servers of a redundant set (Part 4 §6.6.2),
 // the dialled one included or not. When the client cannot reconnect to its server, it
-// reads the ServiceLevel of each of them, moves its session to the one with the
-// highest, and creates its subscriptions there again (subscription ids belong to one
-// server, so they are not transferred across servers). The move happens once the
-// Backoff's attempts at the current server are spent: with unbounded Attempts it never
-// does.
+// reads the ServiceLevel of each of them and moves its session to the one with the
+// highest: it activates the same session there, which a server of a HotAndMirrored set
+// takes over with its subscriptions; another server gets a new session and the
+// subscriptions are created again (subscription ids belong to one server, so they are
+// not transferred across servers). The move happens once the Backoff's attempts at the
+// current server are spent (with unbounded Attempts it never does), or earlier when the
+// server's ServiceLevel says it is going (ServiceLevelWatch).
 func Failover(urls ...string) Option {
 	return func(c *config) { c.failover = slices.Clone(urls) }
 }
@@ -149,4 +152,84 @@ func (c *Client) URL() string {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	return c.url
+}
+
+// Healthy and failover subranges of the ServiceLevel (Part 4 §6.6.2.4.2).
+const (
+	levelNoData  = 1
+	levelHealthy = 200
+)
+
+// startLevelWatch arms the ServiceLevel watch (ServiceLevelWatch).
+func (c *Client) startLevelWatch() {
+	d := c.cfg.levelWatch
+	if d == 0 {
+		d = 2 * time.Second
+	}
+	if d < 0 {
+		return
+	}
+	c.levelWatch = time.AfterFunc(d, func() { c.watchLevel(d) })
+}
+
+// watchLevel reads the current server's ServiceLevel when the client has a Failover list
+// and moves the session if the server says it is going; then it re-arms.
+func (c *Client) watchLevel(every time.Duration) {
+	if c.closed.Load() {
+		return
+	}
+	c.rmu.Lock()
+	watching := len(c.cfg.failover) > 0
+	c.rmu.Unlock()
+	if watching {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout)
+		dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServiceLevel))
+		if err == nil && dv.Status.IsGood() && dv.Value.Type() == codec.TypeByte {
+			if lvl := byte(dv.Value.Bits()); lvl < levelHealthy {
+				c.leave(ctx, lvl)
+			}
+		}
+		cancel()
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if !c.closed.Load() {
+		c.levelWatch.Reset(every)
+	}
+}
+
+// leave moves the session away from a server whose ServiceLevel is cur: to the best
+// other server of the Failover list that is better placed (any that serves, when cur is
+// Maintenance or NoData; a healthy one when cur is Degraded). The old channel is closed
+// first, so that nothing the old server answers while it lets the session go reaches the
+// client; calls in flight on it fail over to the new one.
+func (c *Client) leave(ctx context.Context, cur byte) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	best, bestLevel := "", int(cur)
+	if cur > levelNoData {
+		bestLevel = levelHealthy - 1
+	}
+	for _, u := range c.cfg.failover {
+		if u == c.url {
+			continue
+		}
+		if lvl, err := c.serviceLevel(ctx, u); err == nil && int(lvl) > bestLevel {
+			best, bestLevel = u, int(lvl)
+		}
+	}
+	if best == "" {
+		return
+	}
+	old := c.cur.Load()
+	if old != nil {
+		old.ch.Close()
+	}
+	if err := c.retarget(ctx, best); err != nil {
+		// Still here: the next call reconnects to the current server as after any loss.
+		return
+	}
 }

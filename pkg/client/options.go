@@ -36,6 +36,7 @@ type config struct {
 	onRetry        func(error, time.Duration)
 	cache          *EndpointCache
 	failover       []string // endpoint URLs of a redundant set (failover.go)
+	levelWatch     time.Duration
 }
 
 func defaultConfig() config {
@@ -112,6 +113,13 @@ func RequestTimeout(d time.Duration) Option { return func(c *config) { c.request
 // server's state to keep it alive (and to notice a lost connection). Zero means half
 // the revised session timeout; a negative value turns keep-alives off.
 func KeepAlive(d time.Duration) Option { return func(c *config) { c.keepAlive = d } }
+
+// ServiceLevelWatch sets how often a client with a Failover list reads its server's
+// ServiceLevel (Part 5 §6.3.34) to move before the server goes: at Maintenance (0) or
+// NoData (1) it moves its session to the best server of the list, and when Degraded
+// (2-199) to one that is healthy (200-255). Zero means every 2 s; a negative value turns
+// the watch off, and the client moves only when its server is lost.
+func ServiceLevelWatch(d time.Duration) Option { return func(c *config) { c.levelWatch = d } }
 
 // TokenLifetime sets the requested SecureChannel token lifetime; zero means one hour.
 func TokenLifetime(d time.Duration) Option { return func(c *config) { c.lifetime = d } }
