@@ -18,7 +18,14 @@ import (
 	"uastack.dev/plugins/plugintest"
 )
 
-func TestMain(m *testing.M) { plugintest.Main(m) }
+// TestMain runs the server itself when the test binary is started as one of the
+// servers of a test (serveEnv, failover_test.go).
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(serveEnv); ok {
+		os.Exit(serveChild(args))
+	}
+	plugintest.Main(m)
+}
 
 // TestRunReloadsOnSIGHUP: SIGHUP reloads the plugin node managers of a running server,
 // as replacing their files does.
