@@ -8,7 +8,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -180,5 +182,122 @@ func TestFailoverAfterKill(t *testing.T) {
 	require.Equal(t, want, slices.Compact(slices.Clone(vals)), "every value, in order (seqs %v)", seqs)
 	for i := 1; i < len(seqs); i++ {
 		require.GreaterOrEqual(t, seqs[i], seqs[i-1], "sequence numbers go on")
+	}
+}
+
+// TestFailoverAfterNATSRestart: NATS stops under load and comes back. Meanwhile server A
+// serves its client on (values keep arriving) and reports itself degraded; once NATS is
+// back A writes its whole state again and is healthy; then A is killed, and its client
+// carries on at B with the same session, as if NATS had never gone.
+func TestFailoverAfterNATSRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	nats, err := natsnode.Start(natsnode.Config{DataDir: filepath.Join(t.TempDir(), "nats")})
+	require.NoError(t, err)
+	natsCfg := nats.Config()
+	t.Cleanup(func() { nats.Shutdown() })
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	key := base64.StdEncoding.EncodeToString(k)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	metricsA := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	server := func(name string, extra ...string) []string {
+		return append([]string{"--pki", filepath.Join(t.TempDir(), "pki"),
+			"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
+			"--set", "endpoint.hostnames=127.0.0.1",
+			"--set", "application.applicationUri=urn:127.0.0.1:uastack:restart:" + name,
+			"--set", "mirror.urls=" + nats.ClientURL(), "--set", "mirror.cluster=restart", "--set", "mirror.key=" + key}, extra...)
+	}
+	urlA, procA := childServer(t, server("A", "--set", "observability.metricsAddr="+metricsA)...)
+	urlB, _ := childServer(t, server("B")...)
+	metric := func(name string) string {
+		resp, err := http.Get("http://" + metricsA + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for l := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+" "); ok {
+				return v
+			}
+		}
+		return ""
+	}
+
+	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
+	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
+		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))
+	require.NoError(t, err)
+	defer cl.Close(context.Background())
+	wa, err := client.Dial(ctx, urlA, none, client.WithBackoff(client.Backoff{Attempts: 1}))
+	require.NoError(t, err)
+	wb, err := client.Dial(ctx, urlB, none)
+	require.NoError(t, err)
+	defer wb.Close(context.Background())
+	node := codec.NewStringNodeId(1, "Demo.Scalar_Int32")
+	var (
+		mu   sync.Mutex // guards vals
+		vals []int32
+	)
+	sub, err := cl.Subscribe(ctx, client.SubscriptionParams{Interval: 20 * time.Millisecond, Notify: func(n *client.Notification) {
+		mu.Lock()
+		for _, dc := range n.DataChanges {
+			vals = append(vals, int32(dc.Value.Value.Bits()))
+		}
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	_, err = sub.Monitor(ctx, client.MonitorItem{Node: node, Handle: 1, QueueSize: 100, SamplingInterval: client.FastestSampling})
+	require.NoError(t, err)
+	waitFor := func(v int32) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(vals) > 0 && vals[len(vals)-1] == v
+		}, 20*time.Second, 5*time.Millisecond, "value %d", v)
+	}
+	write := func(from, to int32, ws ...*client.Client) {
+		for v := from; v <= to; v++ {
+			for _, w := range ws {
+				_, err := w.WriteValue(ctx, node, codec.Int32Variant(v))
+				require.NoError(t, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	write(1, 10, wa, wb)
+	waitFor(10)
+	sess := cl.SessionID()
+
+	nats.Shutdown()
+	write(11, 20, wa, wb) // A serves its client on
+	waitFor(20)
+	require.Eventually(t, func() bool { return metric("uastack_mirror_degraded") == "1" }, 10*time.Second, 20*time.Millisecond, "A reports itself degraded")
+	write(21, 30, wa, wb)
+	waitFor(30)
+
+	nats, err = natsnode.Start(natsCfg)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return metric("uastack_mirror_degraded") == "0" && metric("uastack_mirror_pending") == "0"
+	}, 30*time.Second, 20*time.Millisecond, "A catches up")
+
+	require.NoError(t, procA.Kill())
+	require.Eventually(t, func() bool { return cl.URL() == urlB }, 30*time.Second, 10*time.Millisecond, "moved to B")
+	write(31, 40, wb)
+	waitFor(40)
+	require.Equal(t, sess, cl.SessionID(), "the same session")
+	require.Zero(t, sub.Stats().Recreated)
+	mu.Lock()
+	defer mu.Unlock()
+	got := slices.Compact(slices.Clone(vals))
+	require.Equal(t, int32(40), got[len(got)-1])
+	for i := 1; i < len(got); i++ {
+		require.Greater(t, got[i], got[i-1], "in order: %v", got)
 	}
 }
