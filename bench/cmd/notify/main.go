@@ -29,6 +29,7 @@ import (
 	"uastack.dev/bench/internal/report"
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/ua"
 )
 
 // options are the command's flags.
@@ -45,6 +46,8 @@ type options struct {
 	server          string
 	out             string
 	quiet           bool
+	mirror          string // off, on, or ab (both, alternating, rounds times)
+	rounds          int
 }
 
 func main() {
@@ -63,6 +66,8 @@ func main() {
 	flag.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	flag.StringVar(&o.out, "out", "", "directory for notify.md and notify.json")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	flag.StringVar(&o.mirror, "mirror", "off", "off, on (the server mirrors its sessions and subscriptions through a NATS server, the mirror command as a child process) or ab (both, alternating)")
+	flag.IntVar(&o.rounds, "rounds", 2, "with -mirror ab, windows of each configuration, alternating")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), report.Signals...)
 	defer stop()
@@ -77,6 +82,7 @@ type result struct {
 	window      time.Duration // its length
 	serverCPU   time.Duration // in the window
 	clientCPU   time.Duration // in the window
+	natsCPU     time.Duration // the NATS server's, in the window (mirrored)
 	serverRSS   int64         // at the end of the window
 	loadAvg     float64       // one-minute load average at the end of the window
 	setup       time.Duration
@@ -84,8 +90,22 @@ type result struct {
 	errs        []string
 }
 
-// run starts the server, sets the sessions up and measures one window.
+// run starts the server, sets the sessions up and measures one window, once per
+// configuration of -mirror.
 func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error) {
+	var configs []bool // mirrored or not, in order
+	switch o.mirror {
+	case "off":
+		configs = []bool{false}
+	case "on":
+		configs = []bool{true}
+	case "ab":
+		for range max(o.rounds, 1) {
+			configs = append(configs, false, true)
+		}
+	default:
+		return nil, fmt.Errorf("-mirror: want off, on or ab, got %q", o.mirror)
+	}
 	pol, mode, err := load.SecurityOf(o.security)
 	if err != nil {
 		return nil, err
@@ -100,18 +120,89 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 		return nil, err
 	}
 	defer id.PKI.Close()
+	var natsBin string
+	if o.mirror != "off" {
+		if natsBin, err = uaserver.BuildMirror(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
 	total := o.sessions * o.items
 	if o.nodes <= 0 || o.nodes > total {
 		o.nodes = total
 	}
+	expected := float64(total) * float64(time.Second) / float64(o.change)
+	r := report.New("notify")
+	perNote := map[bool][]float64{}
+	for i, mirrored := range configs {
+		res, err := runOne(ctx, o, dir, bin, natsBin, id, pol, mode, mirrored, i)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range res.errs {
+			fmt.Fprintln(logw, "error:", e)
+		}
+		rate := float64(res.delivered) / res.window.Seconds()
+		// The simulation may fall behind its interval: count the changes it made.
+		// Every item sees every change of its node.
+		made := float64(res.cycles) * float64(total) / res.window.Seconds()
+		name := fmt.Sprintf("%d sessions × %d items on %d nodes, %v", o.sessions, o.items, o.nodes, o.change)
+		if o.mirror != "off" {
+			name += map[bool]string{false: ", mirror off", true: ", mirror on"}[mirrored]
+		}
+		row := report.Row{Name: name, Values: []report.Value{
+			{Name: "notifications/s", Value: rate, Unit: "1/s"},
+			{Name: "changes/s nominal", Value: expected, Unit: "1/s"},
+			{Name: "changes/s made", Value: made, Unit: "1/s"},
+			{Name: "delivered", Value: 100 * rate / max(made, 1), Unit: "% of made"},
+			{Name: "server CPU", Value: 100 * res.serverCPU.Seconds() / res.window.Seconds(), Unit: "% of a core"},
+			{Name: "NATS CPU", Value: 100 * res.natsCPU.Seconds() / res.window.Seconds(), Unit: "% of a core"},
+			{Name: "client CPU", Value: 100 * res.clientCPU.Seconds() / res.window.Seconds(), Unit: "% of a core"},
+			{Name: "server RSS", Value: float64(res.serverRSS) / (1 << 20), Unit: "MiB"},
+			{Name: "publish failures", Value: float64(res.pubFailures)},
+			{Name: "load avg", Value: res.loadAvg},
+		}}
+		if res.delivered > 0 {
+			per := float64(res.serverCPU.Nanoseconds()) / float64(res.delivered)
+			perNote[mirrored] = append(perNote[mirrored], per)
+			row.Values = append(row.Values, report.Value{Name: "server CPU/notification", Value: per, Unit: "ns"})
+		}
+		r.Add(row)
+		r.Note("%s: set-up of %d sessions and %d monitored items: %v", name, o.sessions, total, res.setup.Round(time.Millisecond))
+	}
+	r.Note("%s; publishing %v, sampling %v, queue %d, %d Publishes outstanding per session", o.security, o.publishing, o.sampling, o.queue, o.publishes)
+	if o.mirror == "ab" && len(perNote[false]) > 0 && len(perNote[true]) > 0 {
+		off, on := report.Median(perNote[false]), report.Median(perNote[true])
+		r.Note("server CPU per notification, mirror on / off (medians of %d windows each): %.0f / %.0f ns = **%.2f** (bar ≤ 1.3: %s)",
+			len(perNote[true]), on, off, on/off, map[bool]string{true: "met", false: "missed"}[on/off <= 1.3])
+	}
+	return r, nil
+}
+
+// runOne starts a server (and, mirrored, a NATS server), sets the sessions up and
+// measures one window.
+func runOne(ctx context.Context, o options, dir, bin, natsBin string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, mirrored bool, i int) (*result, error) {
+	total := o.sessions * o.items
 	limit := strconv.Itoa(o.sessions + 16)
-	srv, err := uaserver.Start(ctx, bin, dir, id, append([]string{
+	sets := append([]string{
 		"addressSpace.simulation.count=" + strconv.Itoa(o.nodes),
 		"addressSpace.simulation.interval=" + o.change.String(),
 		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit, "limits.maxSubscriptionCount=" + limit,
 		"limits.maxMonitoredItemCount=" + strconv.Itoa(total+1000),
 		"limits.maxMonitoredItemsPerSubscription=" + strconv.Itoa(max(o.items, 10000)),
-	}, uaserver.ManyClientsOneSource...)...)
+	}, uaserver.ManyClientsOneSource...)
+	runDir, err := os.MkdirTemp(dir, "run")
+	if err != nil {
+		return nil, err
+	}
+	var nats *uaserver.NATS
+	if mirrored {
+		if nats, err = uaserver.StartNATS(ctx, natsBin, runDir); err != nil {
+			return nil, err
+		}
+		defer nats.Stop()
+		sets = append(sets, nats.Sets(fmt.Sprintf("notify%d", i))...)
+	}
+	srv, err := uaserver.Start(ctx, bin, runDir, id, sets...)
 	if err != nil {
 		return nil, err
 	}
@@ -120,40 +211,14 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 	if err != nil {
 		return nil, err
 	}
-	res, err := measure(ctx, o, tgt, srv)
-	if err != nil {
-		return nil, err
+	natsPid := 0
+	if nats != nil {
+		natsPid = nats.Pid()
 	}
-	for _, e := range res.errs {
-		fmt.Fprintln(logw, "error:", e)
-	}
-	expected := float64(total) * float64(time.Second) / float64(o.change)
-	rate := float64(res.delivered) / res.window.Seconds()
-	// The simulation may fall behind its interval: count the changes it made.
-	// Every item sees every change of its node.
-	made := float64(res.cycles) * float64(total) / res.window.Seconds()
-	r := report.New("notify")
-	row := report.Row{Name: fmt.Sprintf("%d sessions × %d items on %d nodes, %v", o.sessions, o.items, o.nodes, o.change), Values: []report.Value{
-		{Name: "notifications/s", Value: rate, Unit: "1/s"},
-		{Name: "changes/s nominal", Value: expected, Unit: "1/s"},
-		{Name: "changes/s made", Value: made, Unit: "1/s"},
-		{Name: "delivered", Value: 100 * rate / max(made, 1), Unit: "% of made"},
-		{Name: "server CPU", Value: 100 * res.serverCPU.Seconds() / res.window.Seconds(), Unit: "% of a core"},
-		{Name: "client CPU", Value: 100 * res.clientCPU.Seconds() / res.window.Seconds(), Unit: "% of a core"},
-		{Name: "server RSS", Value: float64(res.serverRSS) / (1 << 20), Unit: "MiB"},
-		{Name: "publish failures", Value: float64(res.pubFailures)},
-		{Name: "load avg", Value: res.loadAvg},
-	}}
-	if res.delivered > 0 {
-		row.Values = append(row.Values, report.Value{Name: "server CPU/notification", Value: float64(res.serverCPU.Nanoseconds()) / float64(res.delivered), Unit: "ns"})
-	}
-	r.Add(row)
-	r.Note("set-up of %d sessions and %d monitored items: %v; %s; publishing %v, sampling %v, queue %d, %d Publishes outstanding per session",
-		o.sessions, total, res.setup.Round(time.Millisecond), o.security, o.publishing, o.sampling, o.queue, o.publishes)
-	return r, nil
+	return measure(ctx, o, tgt, srv, natsPid)
 }
 
-func measure(ctx context.Context, o options, tgt *load.Target, srv *uaserver.Server) (*result, error) {
+func measure(ctx context.Context, o options, tgt *load.Target, srv *uaserver.Server, natsPid int) (*result, error) {
 	res := &result{}
 	prog := report.NewProgress(o.quiet)
 	defer prog.Done()
@@ -245,6 +310,10 @@ func measure(ctx context.Context, o options, tgt *load.Target, srv *uaserver.Ser
 	if err != nil {
 		return nil, err
 	}
+	var n0cpu time.Duration
+	if natsPid != 0 {
+		n0cpu, _ = proc.CPUTime(natsPid)
+	}
 	c0, t0, n0, y0 := selfCPU(), time.Now(), counted.Load(), cycle.Load()
 	sleep(ctx, o.window)
 	n1, t1, c1, y1 := counted.Load(), time.Now(), selfCPU(), cycle.Load()
@@ -252,6 +321,10 @@ func measure(ctx context.Context, o options, tgt *load.Target, srv *uaserver.Ser
 	close(stop)
 	if err != nil {
 		return nil, err
+	}
+	if natsPid != 0 {
+		n1cpu, _ := proc.CPUTime(natsPid)
+		res.natsCPU = n1cpu - n0cpu
 	}
 	res.delivered, res.window, res.cycles = n1-n0, t1.Sub(t0), y1-y0
 	res.serverCPU, res.clientCPU, res.serverRSS = u1.CPU-u0.CPU, c1-c0, u1.RSS
