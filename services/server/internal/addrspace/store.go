@@ -579,21 +579,19 @@ func (x *index) add(id codec.NodeId) *entry {
 // eachRef calls fn for each reference of the node v (id), table references first; it
 // stops when fn returns false. s.mu must be held.
 func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) {
-	if v.n == nil {
-		var hidden []Reference
-		if v.e != nil {
-			hidden = v.e.hidden
+	switch {
+	case v.n != nil:
+	case v.e != nil && len(v.e.hidden) > 0:
+		if !eachShownRef(v.tab.References(), v.e.hidden, fn) {
+			return
 		}
+	default:
 		for _, r := range v.tab.References() {
-			ref := Reference{
+			if !fn(Reference{
 				ReferenceTypeId: codec.NewNumericNodeId(0, r.ReferenceTypeId),
 				TargetId:        codec.NewNumericNodeId(0, r.TargetId),
 				IsForward:       r.IsForward,
-			}
-			if len(hidden) > 0 && slices.Contains(hidden, ref) {
-				continue
-			}
-			if !fn(ref) {
+			}) {
 				return
 			}
 		}
@@ -603,6 +601,23 @@ func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) 
 			return
 		}
 	}
+}
+
+// eachShownRef calls fn for each of the table references refs that is not hidden, and
+// reports false when fn stopped it. Apart from the loop of eachRefLocked, which every
+// Browse runs, so that the nodes nothing hides pay nothing for the check.
+func eachShownRef(refs []ns0.Reference, hidden []Reference, fn func(Reference) bool) bool {
+	for _, r := range refs {
+		ref := Reference{
+			ReferenceTypeId: codec.NewNumericNodeId(0, r.ReferenceTypeId),
+			TargetId:        codec.NewNumericNodeId(0, r.TargetId),
+			IsForward:       r.IsForward,
+		}
+		if !slices.Contains(hidden, ref) && !fn(ref) {
+			return false
+		}
+	}
+	return true
 }
 
 // hasSubtype is the HasSubtype ReferenceType.
