@@ -183,14 +183,14 @@ func (s *Server) SetHealth(h redundancy.Health) {
 func (s *Server) Drain(ctx context.Context) error {
 	s.red.mu.Lock()
 	if !s.red.draining {
-		s.log.Info("draining: ServiceLevel 0 (Maintenance)", "sessions", s.sessions.Count())
+		s.log.Info("draining: ServiceLevel 0 (Maintenance)", "sessions", s.servedSessions())
 	}
 	s.red.draining = true
 	s.publishLevelLocked()
 	s.red.mu.Unlock()
 	for {
 		ended := s.nextSessionEnd() // before the count, so that no end is missed
-		n := s.sessions.Count()
+		n := s.servedSessions()
 		if n == 0 {
 			return nil
 		}
@@ -201,6 +201,11 @@ func (s *Server) Drain(ctx context.Context) error {
 		}
 	}
 }
+
+// servedSessions is the number of sessions this server serves, which its load counts
+// and a drain waits for: the whole session table. A mirror that keeps other servers'
+// sessions in the table (session.Table.Apply) counts them out here.
+func (s *Server) servedSessions() int { return s.sessions.Count() }
 
 // nextSessionEnd returns a channel closed at the next end of a session.
 func (s *Server) nextSessionEnd() <-chan struct{} {
@@ -258,7 +263,7 @@ func (s *Server) usage() redundancy.Usage {
 	subs, items := s.subs.Counts()
 	queued, _, _ := s.pipe.Queue().Stats()
 	return redundancy.Usage{
-		Sessions: s.sessions.Count(), MaxSessions: l.MaxSessionCount,
+		Sessions: s.servedSessions(), MaxSessions: l.MaxSessionCount,
 		Subscriptions: subs, MaxSubscriptions: l.MaxSubscriptionCount,
 		MonitoredItems: items, MaxMonitoredItems: l.MaxMonitoredItemCount,
 		QueuedRequests: queued, MaxQueuedRequests: l.MaxQueuedRequestCount,
