@@ -197,7 +197,7 @@ func (s *Server) Drain(ctx context.Context) error {
 		select {
 		case <-ended:
 		case <-ctx.Done():
-			return fmt.Errorf("drain: %d sessions left: %w", n, ctx.Err())
+			return fmt.Errorf("drain: sessions left: %d: %w", n, ctx.Err())
 		}
 	}
 }

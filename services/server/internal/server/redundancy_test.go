@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gopcua/opcua"
 	gua "github.com/gopcua/opcua/ua"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/config"
@@ -353,7 +356,7 @@ func TestDrain(t *testing.T) {
 	require.Eventually(t, func() bool { return serviceLevel(t, ctx, c) == 0 }, 5*time.Second, 10*time.Millisecond)
 	err := <-drained
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Contains(t, err.Error(), "1 sessions left")
+	require.Contains(t, err.Error(), "sessions left: 1")
 	require.GreaterOrEqual(t, time.Since(start), wait)
 	require.Equal(t, byte(0), serviceLevel(t, ctx, c), "Maintenance stays after Drain")
 	ss.SetHealth(redundancy.Healthy)
@@ -432,4 +435,66 @@ func TestDrainOnStop(t *testing.T) {
 			require.GreaterOrEqual(t, time.Since(stopped), tc.after)
 		})
 	}
+}
+
+// TestSetRedundancyConcurrent joins and leaves a set from several goroutines while the
+// health changes and the object is browsed (under -race), then checks that the object
+// came out whole: one TypeDefinition, the ServerUriArray referenced once from each end.
+func TestSetRedundancyConcurrent(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Endpoint.Hostnames = []string{"127.0.0.1"}
+	cfg.Security.PKIDir = filepath.Join(t.TempDir(), "pki")
+	require.NoError(t, cfg.Validate())
+	srv, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer srv.Close()
+	self := cfg.Application.ApplicationURI
+	browse := func(node uint32) []ua.ReferenceDescription {
+		op := &nodemgr.BrowseOp{
+			Items:   []ua.BrowseDescription{{NodeId: ns0Node(node), BrowseDirection: ua.BrowseDirectionBoth, ResultMask: uint32(ua.BrowseResultMaskAll)}},
+			Results: make([]nodemgr.BrowseResult, 1),
+		}
+		srv.space.Browse(context.Background(), op, func() {})
+		return op.Results[0].References
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				switch g {
+				case 0, 1:
+					if i%2 == g {
+						assert.NoError(t, srv.SetRedundancy(ua.RedundancySupportHotAndMirrored, []string{self, "urn:b"}))
+					} else {
+						assert.NoError(t, srv.SetRedundancy(ua.RedundancySupportNone, nil))
+					}
+				case 2:
+					srv.SetHealth(redundancy.Health(i % 3))
+				case 3:
+					browse(id.Server_ServerRedundancy)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, srv.SetRedundancy(ua.RedundancySupportHot, []string{self}))
+	count := func(refs []ua.ReferenceDescription, typ, target uint32, forward bool) int {
+		n := 0
+		for _, r := range refs {
+			if r.ReferenceTypeId == ns0Node(typ) && r.NodeId.NodeId == ns0Node(target) && r.IsForward == forward {
+				n++
+			}
+		}
+		return n
+	}
+	refs := browse(id.Server_ServerRedundancy)
+	require.Len(t, refs, 4, "TypeDefinition, two Properties, the Server")
+	require.Equal(t, 1, count(refs, id.HasTypeDefinition, id.NonTransparentRedundancyType, true))
+	require.Equal(t, 1, count(refs, id.HasProperty, id.Server_ServerRedundancy_ServerUriArray, true))
+	require.Equal(t, 1, count(browse(id.Server_ServerRedundancy_ServerUriArray), id.HasProperty, id.Server_ServerRedundancy, false))
+	require.Zero(t, count(browse(id.ServerRedundancyType), id.HasTypeDefinition, id.Server_ServerRedundancy, false))
+	require.Equal(t, 1, count(browse(id.NonTransparentRedundancyType), id.HasTypeDefinition, id.Server_ServerRedundancy, false))
 }
