@@ -249,3 +249,66 @@ func TestTranslateBrowsePaths(t *testing.T) {
 		require.Equal(t, tc.ids, got, tc.name)
 	}
 }
+
+// TestRemoveReference changes the TypeDefinition of a namespace 0 node as the server
+// does for the ServerRedundancy object: the table's reference goes from both ends, the
+// new one is seen from both ends and in the TypeDefinition of a Browse result, and
+// adding the table's reference back restores it in its place.
+func TestRemoveReference(t *testing.T) {
+	t.Parallel()
+	s := NewNamespace0()
+	red := n0(id.Server_ServerRedundancy)
+	typeDef := func(to uint32) Reference {
+		return Reference{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(to), IsForward: true}
+	}
+	all := uint32(ua.BrowseResultMaskAll)
+	typeOf := func() []string {
+		r := browseOne(t, s, ua.BrowseDescription{NodeId: red, BrowseDirection: ua.BrowseDirectionForward, ReferenceTypeId: n0(id.HasTypeDefinition), ResultMask: all})
+		require.Equal(t, status.Good, r.Status)
+		return names(r.References)
+	}
+	instances := func(typ uint32) []codec.NodeId {
+		r := browseOne(t, s, ua.BrowseDescription{NodeId: n0(typ), BrowseDirection: ua.BrowseDirectionInverse, ReferenceTypeId: n0(id.HasTypeDefinition), ResultMask: all})
+		require.Equal(t, status.Good, r.Status)
+		out := []codec.NodeId{}
+		for _, rd := range r.References {
+			out = append(out, rd.NodeId.NodeId)
+		}
+		return out
+	}
+	described := func() codec.NodeId {
+		r := browseOne(t, s, ua.BrowseDescription{NodeId: n0(id.Server), BrowseDirection: ua.BrowseDirectionForward, ReferenceTypeId: n0(id.HasComponent), ResultMask: all})
+		for _, rd := range r.References {
+			if rd.NodeId.NodeId == red {
+				return rd.TypeDefinition.NodeId
+			}
+		}
+		t.Fatal("ServerRedundancy is not a component of Server")
+		return codec.NodeId{}
+	}
+	require.Equal(t, []string{"ServerRedundancyType"}, typeOf())
+	require.Contains(t, instances(id.ServerRedundancyType), red)
+
+	require.NoError(t, s.RemoveReference(red, typeDef(id.ServerRedundancyType)))
+	require.NoError(t, s.AddReference(red, typeDef(id.NonTransparentRedundancyType)))
+	require.Equal(t, []string{"NonTransparentRedundancyType"}, typeOf())
+	require.NotContains(t, instances(id.ServerRedundancyType), red)
+	require.Equal(t, []codec.NodeId{red}, instances(id.NonTransparentRedundancyType))
+	require.Equal(t, n0(id.NonTransparentRedundancyType), described())
+	require.Error(t, s.RemoveReference(red, typeDef(id.ServerRedundancyType)), "gone already")
+
+	// Back: the run-time reference goes, the table's returns.
+	require.NoError(t, s.RemoveReference(red, typeDef(id.NonTransparentRedundancyType)))
+	require.NoError(t, s.AddReference(red, typeDef(id.ServerRedundancyType)))
+	require.Equal(t, []string{"ServerRedundancyType"}, typeOf())
+	require.Empty(t, instances(id.NonTransparentRedundancyType))
+	require.Contains(t, instances(id.ServerRedundancyType), red)
+	require.Equal(t, n0(id.ServerRedundancyType), described())
+	r := browseOne(t, s, ua.BrowseDescription{NodeId: red, BrowseDirection: ua.BrowseDirectionBoth, ResultMask: all})
+	require.Equal(t, []string{"RedundancySupport", "ServerRedundancyType", "Server"}, names(r.References), "the table's order")
+
+	require.Error(t, s.RemoveReference(n0(999999), typeDef(id.ServerRedundancyType)))
+	require.Error(t, s.RemoveReference(red, typeDef(id.FolderType)))
+	require.Error(t, s.RemoveReference(n0(id.NonTransparentRedundancyType),
+		Reference{ReferenceTypeId: n0(id.HasSubtype), TargetId: n0(id.ServerRedundancyType)}), "the type tree is fixed")
+}

@@ -12,6 +12,7 @@ package addrspace
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"uastack.dev/pkg/codec"
@@ -301,11 +302,80 @@ func (s *Space) AddReference(source codec.NodeId, r Reference) error {
 	if rt, ok := s.lookupLocked(r.ReferenceTypeId); !ok || rt.class() != ua.NodeClassReferenceType {
 		return fmt.Errorf("addrspace: AddReference: %v is not a ReferenceType", r.ReferenceTypeId)
 	}
+	inverse := Reference{ReferenceTypeId: r.ReferenceTypeId, TargetId: source, IsForward: !r.IsForward}
+	if s.unhideLocked(source, r) {
+		// A reference of the tables that RemoveReference hid comes back in its place.
+		s.unhideLocked(r.TargetId, inverse)
+		return nil
+	}
 	s.refs[source] = append(s.refs[source], r)
-	s.refs[r.TargetId] = append(s.refs[r.TargetId], Reference{
-		ReferenceTypeId: r.ReferenceTypeId, TargetId: source, IsForward: !r.IsForward,
-	})
+	s.refs[r.TargetId] = append(s.refs[r.TargetId], inverse)
 	return nil
+}
+
+// unhideLocked shows again the reference r of id that RemoveReference hid, and reports
+// whether it was hidden. s.mu must be held for writing.
+func (s *Space) unhideLocked(id codec.NodeId, r Reference) bool {
+	e := s.entries.get(id)
+	if e == nil {
+		return false
+	}
+	i := slices.Index(e.hidden, r)
+	if i < 0 {
+		return false
+	}
+	e.hidden = slices.Delete(e.hidden, i, i+1)
+	return true
+}
+
+// RemoveReference removes the reference r of source, added at run time or of the
+// namespace 0 tables, and its inverse on the target, so that a node can change what it
+// is at run time (the Server's ServerRedundancy object takes another TypeDefinition
+// when the server joins a redundant set). It fails when source has no such reference.
+// References of the type tree (HasSubtype, HasEncoding) are refused: the subtype and
+// encoding lookups read namespace 0's tables directly.
+func (s *Space) RemoveReference(source codec.NodeId, r Reference) error {
+	if r.ReferenceTypeId == hasSubtype || r.ReferenceTypeId == codec.NewNumericNodeId(0, hasEncoding) {
+		return fmt.Errorf("addrspace: RemoveReference: %v references are fixed", r.ReferenceTypeId)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.lookupLocked(source)
+	if !ok {
+		return fmt.Errorf("addrspace: RemoveReference: unknown source %v", source)
+	}
+	found := false
+	s.eachRefLocked(source, v, func(have Reference) bool {
+		found = have == r
+		return !found
+	})
+	if !found {
+		return fmt.Errorf("addrspace: RemoveReference: %v has no reference %v to %v", source, r.ReferenceTypeId, r.TargetId)
+	}
+	s.unlinkLocked(source, r)
+	s.unlinkLocked(r.TargetId, Reference{ReferenceTypeId: r.ReferenceTypeId, TargetId: source, IsForward: !r.IsForward})
+	return nil
+}
+
+// unlinkLocked takes the reference r of id out of the run-time references, or hides it
+// when it is one of the tables'. A reference the node does not have (the inverse on a
+// target in another manager) changes nothing. s.mu must be held for writing.
+func (s *Space) unlinkLocked(id codec.NodeId, r Reference) {
+	if i := slices.Index(s.refs[id], r); i >= 0 {
+		s.refs[id] = slices.Delete(s.refs[id], i, i+1)
+		return
+	}
+	v, ok := s.lookupLocked(id)
+	if !ok || v.n != nil {
+		return
+	}
+	for _, t := range v.tab.References() {
+		if codec.NewNumericNodeId(0, t.ReferenceTypeId) == r.ReferenceTypeId && codec.NewNumericNodeId(0, t.TargetId) == r.TargetId && t.IsForward == r.IsForward {
+			e := s.entries.add(id)
+			e.hidden = append(e.hidden, r)
+			return
+		}
+	}
 }
 
 // storeLocked stores a copy of dv as the value of id; s.mu must be held for writing.
@@ -440,6 +510,8 @@ type entry struct {
 	// read the Value (SetReadRoles); otherwise AccessLevel alone decides.
 	readRoles  []codec.NodeId
 	restricted bool
+	// hidden are references of the tables that RemoveReference took away.
+	hidden []Reference
 }
 
 // index finds the entry of a NodeId. A numeric NodeId, which is what most clients read,
@@ -507,7 +579,13 @@ func (x *index) add(id codec.NodeId) *entry {
 // eachRef calls fn for each reference of the node v (id), table references first; it
 // stops when fn returns false. s.mu must be held.
 func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) {
-	if v.n == nil {
+	switch {
+	case v.n != nil:
+	case v.e != nil && len(v.e.hidden) > 0:
+		if !eachShownRef(v.tab.References(), v.e.hidden, fn) {
+			return
+		}
+	default:
 		for _, r := range v.tab.References() {
 			if !fn(Reference{
 				ReferenceTypeId: codec.NewNumericNodeId(0, r.ReferenceTypeId),
@@ -523,6 +601,23 @@ func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) 
 			return
 		}
 	}
+}
+
+// eachShownRef calls fn for each of the table references refs that is not hidden, and
+// reports false when fn stopped it. Apart from the loop of eachRefLocked, which every
+// Browse runs, so that the nodes nothing hides pay nothing for the check.
+func eachShownRef(refs []ns0.Reference, hidden []Reference, fn func(Reference) bool) bool {
+	for _, r := range refs {
+		ref := Reference{
+			ReferenceTypeId: codec.NewNumericNodeId(0, r.ReferenceTypeId),
+			TargetId:        codec.NewNumericNodeId(0, r.TargetId),
+			IsForward:       r.IsForward,
+		}
+		if !slices.Contains(hidden, ref) && !fn(ref) {
+			return false
+		}
+	}
+	return true
 }
 
 // hasSubtype is the HasSubtype ReferenceType.

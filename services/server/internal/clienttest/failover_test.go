@@ -15,13 +15,14 @@ import (
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/redundancy"
 	"uastack.dev/services/server/internal/server"
 )
 
-// redundantServer starts a server of a redundant set, named name, at the given
-// ServiceLevel, and returns its URL. servertest does not hand out the Server, whose
-// SetServiceLevel this needs.
-func redundantServer(t *testing.T, name string, level byte) string {
+// redundantServer starts a server of a redundant set, named name, in the given health,
+// and returns its URL. servertest does not hand out the Server, whose SetHealth this
+// needs.
+func redundantServer(t *testing.T, name string, health redundancy.Health) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -34,7 +35,7 @@ func redundantServer(t *testing.T, name string, level byte) string {
 	require.NoError(t, cfg.Validate())
 	srv, err := server.New(cfg, server.Options{})
 	require.NoError(t, err)
-	srv.SetServiceLevel(level)
+	srv.SetHealth(health)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -53,16 +54,16 @@ func redundantServer(t *testing.T, name string, level byte) string {
 
 // TestFailover loses the server (A, behind a proxy that goes away) under a live
 // subscription: the client reads the ServiceLevel of the redundant set, moves to the
-// healthiest server (C at 200, not B at 100) and creates its subscription there again,
-// with the same client handle.
+// healthiest server (C, Healthy at 200 or more, not B, Degraded at 199 or less) and
+// creates its subscription there again, with the same client handle.
 func TestFailover(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var a, b, c string
-	a = redundantServer(t, "A", 255)
-	b = redundantServer(t, "B", 100)
-	c = redundantServer(t, "C", 200)
+	a = redundantServer(t, "A", redundancy.Healthy)
+	b = redundantServer(t, "B", redundancy.Degraded)
+	c = redundantServer(t, "C", redundancy.Healthy)
 	pa := newProxy(t, a[len("opc.tcp://"):])
 	opts := []client.Option{
 		client.Security(policy.URINone, ua.MessageSecurityModeNone),
@@ -91,7 +92,7 @@ func TestFailoverNoServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := redundantServer(t, "A", 255)
+	a := redundantServer(t, "A", redundancy.Healthy)
 	pa := newProxy(t, a[len("opc.tcp://"):])
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

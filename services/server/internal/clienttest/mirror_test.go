@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +16,12 @@ import (
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/mirror/natsnode"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/server"
 	"uastack.dev/services/server/internal/servertest"
 )
 
@@ -101,6 +104,12 @@ func TestMirrorFailover(t *testing.T) {
 			dv, err := cl.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServerRedundancy_RedundancySupport))
 			require.NoError(t, err)
 			require.EqualValues(t, ua.RedundancySupportHotAndMirrored, dv.Value.Value())
+			require.Eventually(t, func() bool {
+				dv, err := cl.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServerRedundancy_ServerUriArray))
+				require.NoError(t, err)
+				uris, _ := dv.Value.Value().([]string)
+				return slices.Equal(uris, []string{"urn:127.0.0.1:uastack:mirror:A", "urn:127.0.0.1:uastack:mirror:B"})
+			}, 5*time.Second, 20*time.Millisecond, "ServerUriArray names the set")
 
 			write := func(from, to int32) {
 				for v := from; v <= to; v++ {
@@ -152,4 +161,60 @@ func sessionCount(t testing.TB, ctx context.Context, c *client.Client) int {
 	dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServerDiagnostics_ServerDiagnosticsSummary_CurrentSessionCount))
 	require.NoError(t, err)
 	return int(dv.Value.Bits())
+}
+
+// TestMirrorDrain: a server of the set told to stop drains (ServiceLevel 0); its client,
+// watching the ServiceLevel, moves its session to B before the server goes, and the
+// server stops as soon as no session is left, well within redundancy.drainTimeout.
+func TestMirrorDrain(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nats := natsServer(t)
+	key := clusterKey(t)
+	b := mirroredServer(t, nats.ClientURL(), "drain", key, "B")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := config.Default()
+	cfg.Endpoint.ListenAddress = ln.Addr().String()
+	cfg.Endpoint.EndpointURL = "opc.tcp://" + ln.Addr().String()
+	cfg.Endpoint.Hostnames = []string{"127.0.0.1", "localhost"}
+	cfg.Application.ApplicationURI = "urn:127.0.0.1:uastack:mirror:drain:A"
+	cfg.Security.PKIDir = filepath.Join(t.TempDir(), "pki")
+	cfg.Mirror.URLs, cfg.Mirror.Cluster, cfg.Mirror.Key = []string{nats.ClientURL()}, "drain", key
+	cfg.Redundancy.DrainTimeout = 30 * time.Second
+	require.NoError(t, cfg.Validate())
+	srv, err := server.New(cfg, server.Options{})
+	require.NoError(t, err)
+	defer srv.Close()
+	serveCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(serveCtx, ln) }()
+	a := cfg.Endpoint.EndpointURL
+
+	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
+	cl := dial(t, ctx, a, none, client.Failover(a, b.URL), client.ServiceLevelWatch(50*time.Millisecond))
+	wb := dial(t, ctx, b.URL, none)
+	_, err = wb.WriteValue(ctx, demoInt32, codec.Int32Variant(0))
+	require.NoError(t, err)
+	sub, rec := subscribeDemo(t, ctx, cl, cl, client.SubscriptionParams{Interval: 50 * time.Millisecond})
+	sess := cl.SessionID()
+
+	began := time.Now()
+	stop() // SIGTERM, as Run sees it
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("A did not stop once its client left")
+	}
+	require.Less(t, time.Since(began), cfg.Redundancy.DrainTimeout, "stopped before the drain's bound")
+	require.Equal(t, b.URL, cl.URL(), "moved to B")
+	require.Equal(t, sess, cl.SessionID(), "the same session")
+	_, err = wb.WriteValue(ctx, demoInt32, codec.Int32Variant(5))
+	require.NoError(t, err)
+	rec.waitFor(t, 5, 10*time.Second)
+	require.Zero(t, sub.Stats().Recreated)
 }

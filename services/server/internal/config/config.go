@@ -28,7 +28,9 @@ type Config struct {
 	AddressSpace    AddressSpace    `koanf:"addressSpace"`
 	Discovery       Discovery       `koanf:"discovery"`
 	Observability   Observability   `koanf:"observability"`
-	Mirror          Mirror          `koanf:"mirror"`
+	// redundancy.* and mirror.*: the server as a member of a redundant set (issue 19).
+	Redundancy Redundancy `koanf:"redundancy"`
+	Mirror     Mirror     `koanf:"mirror"`
 }
 
 // Application is the ApplicationDescription of the server (Part 4 §7.2) and
@@ -425,6 +427,24 @@ type OTLP struct {
 	Interval time.Duration `koanf:"interval"` // default 60s
 }
 
+// Redundancy is how the server presents itself to the clients of a redundant set
+// (Part 4 §6.6.2): its ServiceLevel and its drain on shutdown. The set itself
+// (RedundancySupport, ServerUriArray) is told to the server at run time by the mirror.
+type Redundancy struct {
+	// ServiceLevelInterval is how often the ServiceLevel (Part 5 §6.3.34) is
+	// recomputed from the server's health and load: sessions, subscriptions,
+	// monitored items and queued requests against their limits, and the
+	// process's CPU. 0 leaves the load out: the ServiceLevel follows the health
+	// alone (255 while healthy). Default 1s.
+	ServiceLevelInterval time.Duration `koanf:"serviceLevelInterval"`
+	// DrainTimeout bounds the drain of a server of a redundant set when it is
+	// told to stop (SIGINT, SIGTERM): its ServiceLevel goes to 0 (Maintenance)
+	// and it waits for its sessions to leave for this long at most, then stops.
+	// 0 stops at once, as a server that is not in a set always does. Default
+	// 10s.
+	DrainTimeout time.Duration `koanf:"drainTimeout"`
+}
+
 // Default returns the built-in defaults. They are valid: Default().Validate()
 // is nil. The host name comes from os.Hostname ("localhost" when unknown).
 func Default() *Config {
@@ -529,6 +549,7 @@ func Default() *Config {
 			ServiceLatency:     true,
 			OTLP:               OTLP{Interval: time.Minute},
 		},
+		Redundancy: Redundancy{ServiceLevelInterval: time.Second, DrainTimeout: 10 * time.Second},
 	}
 }
 

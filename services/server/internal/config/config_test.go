@@ -342,6 +342,12 @@ func TestValidate(t *testing.T) {
 			`observability.otlp.endpoint: must be empty (no push) or an http:// or https:// URL, got "grpc://collector:4317"`},
 		{"otlp interval", func(c *Config) { c.Observability.OTLP.Interval = 100 * time.Millisecond },
 			"observability.otlp.interval: must be at least 1s, got 100ms"},
+		{"service level interval", func(c *Config) { c.Redundancy.ServiceLevelInterval = time.Microsecond },
+			"redundancy.serviceLevelInterval: must be 0 (no load) or at least 1ms, got 1µs"},
+		{"negative service level interval", func(c *Config) { c.Redundancy.ServiceLevelInterval = -time.Second },
+			"redundancy.serviceLevelInterval: must be 0 (no load) or at least 1ms, got -1s"},
+		{"negative drain timeout", func(c *Config) { c.Redundancy.DrainTimeout = -time.Second },
+			"redundancy.drainTimeout: must be 0 (off) or positive, got -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -372,6 +378,21 @@ func TestOTLPSetting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "http://127.0.0.1:4318", c.Observability.OTLP.Endpoint)
 	require.Equal(t, time.Minute, c.Observability.OTLP.Interval)
+}
+
+// TestRedundancySettings: the ServiceLevel follows the load every second and a server of
+// a redundant set drains for 10s by default; both are set by their keys, from the
+// environment as from a file, and 0 is allowed for each.
+func TestRedundancySettings(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, Redundancy{ServiceLevelInterval: time.Second, DrainTimeout: 10 * time.Second}, Default().Redundancy)
+	c, err := Load(nil, []string{"UASTACK_REDUNDANCY_SERVICELEVELINTERVAL=250ms", "UASTACK_REDUNDANCY_DRAINTIMEOUT=0s"})
+	require.NoError(t, err)
+	require.Equal(t, Redundancy{ServiceLevelInterval: 250 * time.Millisecond}, c.Redundancy)
+	file := writeYAML(t, "redundancy:\n  serviceLevelInterval: 0s\n  drainTimeout: 30s\n")
+	c, err = Load([]string{"--config", file}, nil)
+	require.NoError(t, err)
+	require.Equal(t, Redundancy{DrainTimeout: 30 * time.Second}, c.Redundancy)
 }
 
 func TestValidateCollectsAllErrors(t *testing.T) {

@@ -248,6 +248,12 @@ func (c *Config) Validate() error {
 		ps.add("observability.otlp.interval", "must be at least 1s, got %s", i)
 	}
 
+	// redundancy
+	if i := c.Redundancy.ServiceLevelInterval; i != 0 && i < time.Millisecond {
+		ps.add("redundancy.serviceLevelInterval", "must be 0 (no load) or at least 1ms, got %s", i)
+	}
+	ps.notNegative("redundancy.drainTimeout", c.Redundancy.DrainTimeout)
+
 	return errors.Join(ps...)
 }
 

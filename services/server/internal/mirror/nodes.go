@@ -98,12 +98,25 @@ func (m *Mirror) members(ctx context.Context) (map[uint8]string, error) {
 func (m *Mirror) keepAlive() {
 	t := time.NewTicker(nodeInterval)
 	defer t.Stop()
+	// A server that joins or leaves is told at once; the ticker catches what a watch
+	// cut by a NATS outage missed.
+	var joins <-chan jetstream.KeyValueEntry
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if w, err := m.nodes.WatchAll(ctx, jetstream.UpdatesOnly()); err == nil {
+		defer func() { _ = w.Stop() }()
+		joins = w.Updates()
+	}
 	var last []string
 	for {
 		m.tellMembers(&last)
 		select {
 		case <-m.done:
 			return
+		case _, ok := <-joins:
+			if !ok {
+				joins = nil
+			}
 		case now := <-t.C:
 			m.touch(now)
 			m.renew()

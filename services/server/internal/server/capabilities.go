@@ -18,7 +18,8 @@ var serverProfiles = []string{"http://opcfoundation.org/UA-Profile/Server/NanoEm
 var localeIDs = []string{"en"}
 
 // maxServiceLevel is the ServiceLevel of a server that can serve fully (Part 5 §6.3.34,
-// Part 4 §6.6.2.4.2: 200..255 is "Healthy").
+// Part 4 §6.6.2.4.2: 200..255 is "Healthy"), until the health and the load lower it
+// (redundancy.go).
 const maxServiceLevel = 255
 
 // initCapabilities publishes the configuration in ServerCapabilities (Part 5 §6.3.2),
@@ -90,11 +91,4 @@ func (s *Server) initCapabilities() error {
 		return fmt.Errorf("server capabilities: set value of %v: not a variable", soft)
 	}
 	return nil
-}
-
-// SetServiceLevel publishes the server's ability to serve (Part 5 §6.3.34): 255 is the
-// default; a redundancy manager lowers it so that clients move to a peer. It is safe
-// for concurrent use.
-func (s *Server) SetServiceLevel(level byte) {
-	s.space.SetValue(codec.NewNumericNodeId(0, id.Server_ServiceLevel), codec.DataValue{Value: codec.ByteVariant(level)})
 }

@@ -14,11 +14,13 @@ import (
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/config"
+	"uastack.dev/services/server/internal/redundancy"
 )
 
-// TestSetServiceLevel checks that ServiceLevel starts at 255 and follows
-// SetServiceLevel.
-func TestSetServiceLevel(t *testing.T) {
+// TestServiceLevelFollowsHealth checks that ServiceLevel starts at 255 and follows
+// SetHealth at once, into the top of each subrange (the server does not serve, so no
+// load is sampled), and that Drain's Maintenance outlasts a later SetHealth.
+func TestServiceLevelFollowsHealth(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.Endpoint.Hostnames = []string{"127.0.0.1"}
@@ -36,6 +38,15 @@ func TestSetServiceLevel(t *testing.T) {
 		return op.Results[0].Value
 	}
 	require.Equal(t, codec.ByteVariant(255), level())
-	srv.SetServiceLevel(120)
-	require.Equal(t, codec.ByteVariant(120), level())
+	for _, c := range []struct {
+		h    redundancy.Health
+		want byte
+	}{{redundancy.Degraded, 199}, {redundancy.NoData, 1}, {redundancy.Maintenance, 0}, {redundancy.Healthy, 255}} {
+		srv.SetHealth(c.h)
+		require.Equal(t, codec.ByteVariant(c.want), level(), "%v", c.h)
+	}
+	require.NoError(t, srv.Drain(context.Background()), "no session to wait for")
+	require.Equal(t, codec.ByteVariant(0), level())
+	srv.SetHealth(redundancy.Degraded)
+	require.Equal(t, codec.ByteVariant(0), level(), "a drained server stays in Maintenance")
 }

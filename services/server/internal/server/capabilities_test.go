@@ -37,6 +37,9 @@ func TestServerCapabilities(t *testing.T) {
 			MaxNodesPerRead: 111, MaxNodesPerWrite: 12, MaxNodesPerBrowse: 13, MaxNodesPerMethodCall: 14,
 			MaxNodesPerTranslateBrowsePathsToNodeIds: 15, MaxNodesPerRegisterNodes: 16, MaxMonitoredItemsPerCall: 17,
 		}
+		// The ServiceLevel of a healthy server without the load (which this test's own
+		// session and the tests beside it make): redundancy_test.go tests the load.
+		c.Redundancy.ServiceLevelInterval = 0
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -31,7 +31,9 @@ func (s *Server) discoveryCache() *discovery.Cache {
 			Application: applicationDescription(s.cfg),
 			Endpoints:   s.endpoints,
 			Hosts:       hosts,
-			// The redundancy work sets the live ServiceLevel; a lone server is healthy.
+			// Orders the servers of one ApplicationUri, and this cache holds this server
+			// alone; clients read the live ServiceLevel from the Server object
+			// (redundancy.go).
 			ServiceLevel: 255,
 		})
 	})

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
@@ -13,8 +14,8 @@ import (
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/mirror"
+	"uastack.dev/services/server/internal/redundancy"
 	"uastack.dev/services/server/internal/session"
 )
 
@@ -58,6 +59,13 @@ func (s *Server) startMirror() error {
 		SendWait: mc.SendWait, Timeout: mc.Timeout,
 		Sessions: s.sessions, Subs: s.subs, Log: s.log,
 		Members: s.redundantSet,
+		Health: func(h mirror.Health) {
+			if h == mirror.Degraded {
+				s.SetHealth(redundancy.Degraded)
+				return
+			}
+			s.SetHealth(redundancy.Healthy)
+		},
 	})
 	if err != nil {
 		return err
@@ -65,12 +73,20 @@ func (s *Server) startMirror() error {
 	if err := s.instrumentMirror(s.tel.Meter()); err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	return s.space.SetTypedValue(codec.NewNumericNodeId(0, id.Server_ServerRedundancy_RedundancySupport),
-		codec.Int32Variant(int32(ua.RedundancySupportHotAndMirrored)))
+	// The set's other servers follow as the mirror finds them (redundantSet).
+	return s.SetRedundancy(ua.RedundancySupportHotAndMirrored, []string{s.cfg.Application.ApplicationURI})
 }
 
-// redundantSet is told the ServerUris of the set's servers when they change.
+// redundantSet is told the ServerUris of the set's servers when they change: they are
+// the ServerUriArray clients read.
 func (s *Server) redundantSet(uris []string) {
+	if !slices.Contains(uris, s.cfg.Application.ApplicationURI) {
+		uris = append(slices.Clone(uris), s.cfg.Application.ApplicationURI)
+	}
+	if err := s.SetRedundancy(ua.RedundancySupportHotAndMirrored, uris); err != nil {
+		s.log.Warn("redundant set", "servers", uris, "err", err)
+		return
+	}
 	s.log.Info("redundant set", "servers", uris)
 }
 

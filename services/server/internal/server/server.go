@@ -110,6 +110,9 @@ type Server struct {
 	// routes maps each namespace to the node manager that serves it.
 	routes *routing.Routes
 
+	// red is the server's place in a redundant set and its ServiceLevel (redundancy.go).
+	red presence
+
 	stopTrust func()
 	// pipe dispatches every request through the service table (conn.go).
 	pipe      *pipeline.Pipeline[*conn]
@@ -250,6 +253,7 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err := s.initCapabilities(); err != nil {
 		return nil, err
 	}
+	s.initRedundancy()
 	if err := s.startMirror(); err != nil {
 		return nil, err
 	}
@@ -489,11 +493,20 @@ func (s *Server) Certificate() *x509.Certificate { return s.cert }
 
 // Serve accepts connections on ln until ctx ends, then closes ln, waits for the channels
 // and for the request workers to drain the queue and returns nil. Another failure of ln
-// is returned. While it runs, the demo namespace's simulated values change (when it is on).
+// is returned. While it runs, the demo namespace's simulated values change (when it is on)
+// and the ServiceLevel follows the load. A server of a redundant set (SetRedundancy)
+// first drains for at most redundancy.drainTimeout once ctx ends, serving on meanwhile.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	simCtx, stopSim := context.WithCancel(ctx)
+	serveCtx, release := s.drainBeforeStop(ctx)
+	defer release()
+	simCtx, stopSim := context.WithCancel(serveCtx)
 	simDone := make(chan struct{})
+	levelDone := make(chan struct{})
 	go s.subs.Run(simCtx)
+	go func() {
+		defer close(levelDone)
+		s.runServiceLevel(simCtx)
+	}()
 	go func() {
 		defer close(simDone)
 		// The demo namespace is an in-process node manager: should its simulation
@@ -503,10 +516,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.demo.Run(simCtx)
 		}
 	}()
+	// Unregistered as soon as ctx ends, so that a draining server is not discovered.
 	registered := s.startRegistration(ctx)
-	err := s.channels.Serve(ctx, ln)
+	err := s.channels.Serve(serveCtx, ln)
 	stopSim()
 	<-simDone
+	<-levelDone
 	<-registered
 	s.pipe.Close()
 	s.closeManagers()

@@ -49,6 +49,15 @@ type Diagnostics struct {
 	Sessions      map[codec.NodeId]SessionCounts
 }
 
+// Counts returns the subscriptions and the monitored items in the server, as
+// MaxSubscriptions and MaxMonitoredItems count them: what the server's load is made of
+// (package redundancy). It takes the lock and makes no pass.
+func (e *Engine) Counts() (subscriptions, monitoredItems int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.subs), e.items
+}
+
 // Diagnostics returns the engine's counts; with details, also one
 // SubscriptionDiagnosticsDataType per subscription and the counts of every session. It
 // costs one pass over the subscriptions under the lock, so callers throttle it.

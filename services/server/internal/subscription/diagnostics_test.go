@@ -107,3 +107,24 @@ func TestDiagnosticsCounters(t *testing.T) {
 	require.EqualValues(t, 2, got.TransferRequestCount)
 	require.EqualValues(t, 1, got.TransferredToSameClientCount)
 }
+
+// TestCounts follows the subscriptions and monitored items of the server as they are
+// created and deleted.
+func TestCounts(t *testing.T) {
+	r := newRig(t, testLimits())
+	subs, items := r.e.Counts()
+	require.Zero(t, subs)
+	require.Zero(t, items)
+	a := r.create(50*time.Millisecond, 3, 30)
+	b := r.create(50*time.Millisecond, 3, 30)
+	r.monitor(a, 1, 3, true, DefaultFilter)
+	r.monitor(a, 2, 3, true, DefaultFilter)
+	r.monitor(b, 3, 3, true, DefaultFilter)
+	subs, items = r.e.Counts()
+	require.Equal(t, 2, subs)
+	require.Equal(t, 3, items)
+	require.Equal(t, []status.Code{status.Good}, r.e.Delete(r.ses, []uint32{a}))
+	subs, items = r.e.Counts()
+	require.Equal(t, 1, subs)
+	require.Equal(t, 1, items, "the items of a deleted subscription go with it")
+}
