@@ -295,3 +295,17 @@ func (m *Mirror) waitWritten(d time.Duration) bool {
 	m.sw.mu.Unlock()
 	return m.w.waitFor(ctx, n) && m.sw.waitFor(ctx, ns)
 }
+
+// Sync waits until every change queued so far is kept in the set, within
+// mirror.sendWait, as the barrier does for Publish responses: the server calls it
+// before it answers a service that changed a subscription, so that the answer never
+// tells the client of a change a server taking the subscription over would not find. A
+// degraded mirror does not wait.
+func (m *Mirror) Sync() {
+	if m.Degraded() {
+		return
+	}
+	if !m.waitWritten(m.cfg.SendWait) {
+		m.setDegraded(errors.New("a change was not kept within mirror.sendWait"))
+	}
+}

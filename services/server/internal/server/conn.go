@@ -37,7 +37,8 @@ type conn struct {
 // with its handler, whether it needs a session and whether it runs on a worker. Every
 // other request is answered with a ServiceFault BadServiceUnsupported.
 //
-// Inline is the rule: the in-memory services are faster on the channel's goroutine than
+// The services that change a subscription answer once the change is kept in the
+// redundant set (kept). Inline is the rule: the in-memory services are faster on the channel's goroutine than
 // handed to another. CreateSession and ActivateSession do RSA and password hashing work
 // and run on a worker. Read, Write, Call, Browse and TranslateBrowsePathsToNodeIds run
 // inline while the items stay in the in-memory address space and go through the queue
@@ -65,17 +66,17 @@ func (s *Server) services() []pipeline.Service[*conn] {
 		pipeline.Answers(s.registerNodes, session),
 		pipeline.Answers(s.unregisterNodes, session),
 		// Subscriptions (§5.13) and monitored items (§5.12)
-		pipeline.Answers(s.createSubscription, session),
-		pipeline.Answers(s.modifySubscription, session),
-		pipeline.Answers(s.setPublishingMode, session),
-		pipeline.Answers(s.deleteSubscriptions, session),
-		pipeline.Answers(s.transferSubscriptions, session),
+		pipeline.Answers(kept(s, s.createSubscription), session),
+		pipeline.Answers(kept(s, s.modifySubscription), session),
+		pipeline.Answers(kept(s, s.setPublishingMode), session),
+		pipeline.Answers(kept(s, s.deleteSubscriptions), session),
+		pipeline.Answers(kept(s, s.transferSubscriptions), session),
 		pipeline.Serves(s.publish, session),
 		pipeline.Serves(s.republish, session),
-		pipeline.Answers(s.createMonitoredItems, session),
-		pipeline.Answers(s.modifyMonitoredItems, session),
-		pipeline.Answers(s.deleteMonitoredItems, session),
-		pipeline.Answers(s.setMonitoringMode, session),
-		pipeline.Answers(s.setTriggering, session),
+		pipeline.Answers(kept(s, s.createMonitoredItems), session),
+		pipeline.Answers(kept(s, s.modifyMonitoredItems), session),
+		pipeline.Answers(kept(s, s.deleteMonitoredItems), session),
+		pipeline.Answers(kept(s, s.setMonitoringMode), session),
+		pipeline.Answers(kept(s, s.setTriggering), session),
 	}
 }

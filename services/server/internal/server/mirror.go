@@ -15,6 +15,7 @@ import (
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/mirror"
+	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/redundancy"
 	"uastack.dev/services/server/internal/session"
 )
@@ -176,4 +177,17 @@ func (s *Server) instrumentMirror(m metric.Meter) error {
 		return nil
 	}, pending, degraded, held, errs, moved)
 	return err
+}
+
+// kept answers with fn and, in a redundant set, once what fn changed is kept in the set
+// (mirror.Sync): a client told its monitored items exist finds them on any server that
+// takes its subscription over.
+func kept[M any](s *Server, fn func(*pipeline.Request[*conn], M) codec.Structure) func(*pipeline.Request[*conn], M) codec.Structure {
+	return func(r *pipeline.Request[*conn], m M) codec.Structure {
+		answer := fn(r, m)
+		if s.mirror != nil {
+			s.mirror.Sync()
+		}
+		return answer
+	}
 }
