@@ -77,7 +77,8 @@ func childServer(t *testing.T, flags ...string) (string, *os.Process) {
 }
 
 // TestFailoverAfterKill is Part 4 §6.6.2's HotAndMirrored failover with the server
-// killed (SIGKILL, nothing written on the way out): a client with a subscription on A
+// killed (SIGKILL, nothing written on the way out), the set mirrored through a cluster of
+// three NATS servers: a client with a subscription on A
 // moves to B with the same session and the same subscription, whose sequence numbers go
 // on; nothing A sent is missing (what the client had not received, it Republishes from
 // B), and the values written on B after the move arrive.
@@ -85,9 +86,18 @@ func TestFailoverAfterKill(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	nats, err := natsnode.Start(natsnode.Config{DataDir: filepath.Join(t.TempDir(), "nats")})
+	// Three NATS servers in a cluster, the set's records kept on all three.
+	cluster, err := natsnode.StartCluster(t.TempDir(), 3, "kill")
 	require.NoError(t, err)
-	t.Cleanup(nats.Shutdown)
+	t.Cleanup(func() {
+		for _, n := range cluster {
+			n.Shutdown()
+		}
+	})
+	urls := make([]string, len(cluster))
+	for i, n := range cluster {
+		urls[i] = n.ClientURL()
+	}
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
 	key := base64.StdEncoding.EncodeToString(k)
@@ -97,7 +107,8 @@ func TestFailoverAfterKill(t *testing.T) {
 			"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
 			"--set", "endpoint.hostnames=127.0.0.1",
 			"--set", "application.applicationUri=urn:127.0.0.1:uastack:kill:" + name,
-			"--set", "mirror.urls=" + nats.ClientURL(), "--set", "mirror.cluster=kill", "--set", "mirror.key=" + key}
+			"--set", "mirror.urls=" + strings.Join(urls, ","), "--set", "mirror.replicas=3",
+			"--set", "mirror.cluster=kill", "--set", "mirror.key=" + key}
 	}
 	urlA, procA := childServer(t, server("A")...)
 	urlB, _ := childServer(t, server("B")...)
