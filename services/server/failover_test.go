@@ -312,3 +312,103 @@ func TestFailoverAfterNATSRestart(t *testing.T) {
 		require.Greater(t, got[i], got[i-1], "in order: %v", got)
 	}
 }
+
+// TestFailoverKeepsQueuedEvents: events A queued for a subscription and had not sent yet
+// (its publishing interval is long) when it was killed reach the client from B, each
+// exactly once, with the events B raises after the move.
+func TestFailoverKeepsQueuedEvents(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	nats, err := natsnode.Start(natsnode.Config{DataDir: filepath.Join(t.TempDir(), "nats")})
+	require.NoError(t, err)
+	t.Cleanup(nats.Shutdown)
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	key := base64.StdEncoding.EncodeToString(k)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	metricsA := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	server := func(name string, extra ...string) []string {
+		return append([]string{"--pki", filepath.Join(t.TempDir(), "pki"),
+			"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
+			"--set", "endpoint.hostnames=127.0.0.1",
+			"--set", "application.applicationUri=urn:127.0.0.1:uastack:events:" + name,
+			"--set", "mirror.urls=" + nats.ClientURL(), "--set", "mirror.cluster=events", "--set", "mirror.key=" + key}, extra...)
+	}
+	urlA, procA := childServer(t, server("A", "--set", "observability.metricsAddr="+metricsA)...)
+	urlB, _ := childServer(t, server("B")...)
+	pending := func() string {
+		resp, err := http.Get("http://" + metricsA + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for l := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "uastack_mirror_pending "); ok {
+				return v
+			}
+		}
+		return ""
+	}
+
+	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
+	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
+		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))
+	require.NoError(t, err)
+	defer cl.Close(context.Background())
+	var (
+		mu   sync.Mutex // guards msgs
+		msgs []string
+	)
+	sub, err := cl.Subscribe(ctx, client.SubscriptionParams{Interval: 3 * time.Second, Notify: func(n *client.Notification) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range n.Events {
+			if lt, ok := ev.EventFields[0].Value().(codec.LocalizedText); ok && strings.HasPrefix(lt.Text, "queued ") {
+				msgs = append(msgs, lt.Text)
+			}
+		}
+	}})
+	require.NoError(t, err)
+	events := codec.NewStringNodeId(1, "Demo.Events")
+	res, err := sub.Monitor(ctx, client.MonitorItem{Node: events, Handle: 9, QueueSize: 100, EventFilter: &ua.EventFilter{
+		SelectClauses: []ua.SimpleAttributeOperand{{TypeDefinitionId: codec.NewNumericNodeId(0, 2041),
+			BrowsePath: []codec.QualifiedName{{Name: "Message"}}, AttributeId: 13}}}})
+	require.NoError(t, err)
+	require.True(t, res[0].Status.IsGood(), res[0].Status)
+	emit := func(c *client.Client, msg string) {
+		resp, err := c.Call(ctx, &ua.CallRequest{MethodsToCall: []ua.CallMethodRequest{{ObjectId: events,
+			MethodId: codec.NewStringNodeId(1, "Demo.Events.Emit"), InputArguments: []codec.Variant{codec.UInt16Variant(500), codec.StringVariant(msg)}}}})
+		require.NoError(t, err)
+		require.True(t, resp.Results[0].StatusCode.IsGood(), resp.Results[0].StatusCode)
+	}
+	msgsNow := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(msgs)
+	}
+	// The subscription's first cycle has passed: the next sends in 3 s.
+	time.Sleep(200 * time.Millisecond)
+	for i := range 5 {
+		emit(cl, fmt.Sprintf("queued on A %d", i))
+	}
+	require.Eventually(t, func() bool { return pending() == "0" }, 5*time.Second, 10*time.Millisecond, "A's mirror caught up")
+	mu.Lock()
+	require.Empty(t, msgs, "not sent yet")
+	mu.Unlock()
+
+	require.NoError(t, procA.Kill())
+	require.Eventually(t, func() bool { return cl.URL() == urlB }, 30*time.Second, 10*time.Millisecond, "moved to B")
+	emit(cl, "queued on B")
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(msgs) >= 6
+	}, 15*time.Second, 20*time.Millisecond, "got %v", msgsNow())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"queued on A 0", "queued on A 1", "queued on A 2", "queued on A 3", "queued on A 4", "queued on B"}, msgs)
+}

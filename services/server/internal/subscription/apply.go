@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/services/server/internal/owner"
@@ -225,6 +226,15 @@ func (e *Engine) applyLocked(c *Change, filters []*EventFilter, now time.Time) (
 		}
 		s.retrans = append(s.retrans, s.restoreMessage(&c.Message))
 		s.seq = nextSequence(s.seq)
+		takeSentEvents(s, &c.Message)
+	case ChangeEventQueued:
+		it := s.items[c.Item]
+		if it == nil || it.events == nil {
+			return out, notApplicable(c, "no event item %d", c.Item)
+		}
+		it.events.push(c.Event, it.discardOld, func() []codec.Variant { return c.Overflow })
+		it.n = len(it.events.q)
+		e.reportLocked(it)
 	case ChangeAcknowledged, ChangeDropped:
 		if s.ack(c.Sequence) != status.Good {
 			return out, notApplicable(c, "no message %d", c.Sequence)
@@ -290,8 +300,11 @@ func (e *Engine) restoreLocked(c *Change, filters []*EventFilter, now time.Time)
 	e.counters.cumulatedSubscriptions++
 	e.scheduleLocked(&s.timer, now.Add(s.interval))
 	for i := range r.Items {
-		e.addItemLocked(s, &r.Items[i], filterAt(filters, i), now)
+		it := e.addItemLocked(s, &r.Items[i], filterAt(filters, i), now)
 		e.lastItem = max(e.lastItem, r.Items[i].ID)
+		if it.events != nil && it.n > 0 {
+			e.reportLocked(it) // its queued events go out in the next message
+		}
 	}
 	for i := range r.Retransmission {
 		s.retrans = append(s.retrans, s.restoreMessage(&r.Retransmission[i]))
@@ -413,5 +426,34 @@ func nextSequence(seq uint32) uint32 {
 func (e *Engine) dropIfIdleLocked(ss *session) {
 	if len(ss.subs) == 0 && len(ss.queue) == 0 && len(ss.statuses) == 0 && e.sessions[ss.id] == ss {
 		delete(e.sessions, ss.id)
+	}
+}
+
+// takeSentEvents takes the events message m carries out of the queues of the event
+// items they came from, oldest first, as building m did on the engine that sent it.
+func takeSentEvents(s *Subscription, m *ua.NotificationMessage) {
+	var byHandle map[uint32]int
+	for i := range m.NotificationData {
+		if enl, ok := m.NotificationData[i].Value.(*ua.EventNotificationList); ok {
+			for _, ev := range enl.Events {
+				if byHandle == nil {
+					byHandle = make(map[uint32]int)
+				}
+				byHandle[ev.ClientHandle]++
+			}
+		}
+	}
+	if byHandle == nil {
+		return
+	}
+	for _, it := range s.items {
+		k := byHandle[it.handle]
+		if it.events == nil || k == 0 {
+			continue
+		}
+		k = min(k, len(it.events.q))
+		it.events.take(k)
+		it.n = len(it.events.q)
+		byHandle[it.handle] -= k
 	}
 }

@@ -54,6 +54,11 @@ const (
 	ChangeAcknowledged
 	// ChangeDropped: message Sequence was pushed out of a full retransmission queue.
 	ChangeDropped
+	// ChangeEventQueued: event item Item queued the selected fields of an event (Event),
+	// making room with an EventQueueOverflow event whose fields are Overflow when it did
+	// (Part 4 §5.12.1.5). The message that takes the event (ChangeSent) takes it out of
+	// the queue again.
+	ChangeEventQueued
 )
 
 var kindNames = [...]string{
@@ -61,7 +66,7 @@ var kindNames = [...]string{
 	ChangeDeleted: "Deleted", ChangeTransferred: "Transferred", ChangeDetached: "Detached",
 	ChangeItemsCreated: "ItemsCreated", ChangeItemsModified: "ItemsModified", ChangeItemsDeleted: "ItemsDeleted",
 	ChangeMonitoringMode: "MonitoringMode", ChangeTriggering: "Triggering", ChangeSent: "Sent",
-	ChangeAcknowledged: "Acknowledged", ChangeDropped: "Dropped",
+	ChangeAcknowledged: "Acknowledged", ChangeDropped: "Dropped", ChangeEventQueued: "EventQueued",
 }
 
 // String names the kind as its constant does, without the prefix ("Sent").
@@ -94,12 +99,15 @@ type Change struct {
 	Links    []uint32            // Triggering: its links after the call
 	Sequence uint32              // Acknowledged, Dropped
 	// Message is the NotificationMessage of Sent; its SequenceNumber is the message's.
-	Message ua.NotificationMessage
+	Message  ua.NotificationMessage
+	Item     uint32          // EventQueued
+	Event    []codec.Variant // EventQueued: the selected fields
+	Overflow []codec.Variant // EventQueued: the overflow event's fields, if one was made
 }
 
 // changeFormat is the first byte of an encoded Change: the layout below. A decoder
 // refuses other values, so a node never applies a stream it does not understand.
-const changeFormat = 1
+const changeFormat = 2
 
 // EncodeBinary appends c to e's buffer: the format, the kind, the subscription and the
 // fields of the kind.
@@ -141,9 +149,34 @@ func (c *Change) EncodeBinary(e *codec.Encoder) {
 		c.Message.EncodeBinary(e)
 	case ChangeAcknowledged, ChangeDropped:
 		e.UInt32(c.Sequence)
+	case ChangeEventQueued:
+		e.UInt32(c.Item)
+		encodeVariants(e, c.Event)
+		encodeVariants(e, c.Overflow)
 	default:
 		e.Fail(status.BadEncodingError)
 	}
+}
+
+// encodeVariants writes vs as an array; nil and empty both as empty, which decodes as
+// nil.
+func encodeVariants(e *codec.Encoder, vs []codec.Variant) {
+	e.ArrayLength(len(vs), false)
+	for i := range vs {
+		e.Variant(&vs[i])
+	}
+}
+
+func decodeVariants(d *codec.Decoder) []codec.Variant {
+	n := d.ArrayLength(1)
+	if n <= 0 {
+		return nil
+	}
+	vs := make([]codec.Variant, n)
+	for i := range vs {
+		d.Variant(&vs[i])
+	}
+	return vs
 }
 
 // DecodeBinary reads c, overwriting every field; errors stick in d. An unknown format or
@@ -189,6 +222,10 @@ func (c *Change) DecodeBinary(d *codec.Decoder) {
 		c.Message.DecodeBinary(d)
 	case ChangeAcknowledged, ChangeDropped:
 		c.Sequence = d.UInt32()
+	case ChangeEventQueued:
+		c.Item = d.UInt32()
+		c.Event = decodeVariants(d)
+		c.Overflow = decodeVariants(d)
 	default:
 		d.Fail(status.BadDecodingError)
 	}

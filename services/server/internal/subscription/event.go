@@ -121,11 +121,11 @@ func overflowEvent(now codec.DateTime) *Event {
 }
 
 // push queues fields (Part 4 §5.12.1.5). A full queue gets one EventQueueOverflow event
-// until it is delivered: with discardOldest it takes the oldest place and the oldest
+// (overflow makes its fields) until it is delivered: with discardOldest it takes the oldest place and the oldest
 // events make room for the new one; otherwise it replaces the newest event and new
 // events are dropped. A queue of one keeps the newest event (discardOldest) or the
 // oldest, with no room for an overflow event.
-func (q *eventQueue) push(fields []codec.Variant, discardOldest bool, now codec.DateTime) {
+func (q *eventQueue) push(fields []codec.Variant, discardOldest bool, overflow func() []codec.Variant) {
 	switch {
 	case len(q.q) < q.size:
 		q.q = append(q.q, ua.EventFieldList{EventFields: fields})
@@ -136,7 +136,7 @@ func (q *eventQueue) push(fields []codec.Variant, discardOldest bool, now codec.
 	case discardOldest:
 		if q.ovf < 0 {
 			// The overflow event replaces the oldest; the next oldest makes room.
-			q.q[0] = ua.EventFieldList{EventFields: q.filter.fields(overflowEvent(now))}
+			q.q[0] = ua.EventFieldList{EventFields: overflow()}
 			q.q = slices.Delete(q.q, 1, 2)
 			q.ovf = 0
 		} else {
@@ -151,7 +151,7 @@ func (q *eventQueue) push(fields []codec.Variant, discardOldest bool, now codec.
 		}
 		q.q = append(q.q, ua.EventFieldList{EventFields: fields})
 	case q.ovf < 0:
-		q.q[len(q.q)-1] = ua.EventFieldList{EventFields: q.filter.fields(overflowEvent(now))}
+		q.q[len(q.q)-1] = ua.EventFieldList{EventFields: overflow()}
 		q.ovf = len(q.q) - 1
 	}
 }
@@ -204,9 +204,16 @@ func (e *Engine) Emit(ev *Event, notifiers ...codec.NodeId) {
 			if len(it.events.q) >= it.events.size {
 				it.sub.counters.queueOverflows++
 			}
-			it.events.push(fields, it.discardOld, now)
+			var ovf []codec.Variant
+			it.events.push(fields, it.discardOld, func() []codec.Variant {
+				ovf = it.events.filter.fields(overflowEvent(now))
+				return ovf
+			})
 			it.n = len(it.events.q)
 			e.reportLocked(it)
+			if len(e.observers) > 0 {
+				e.notifyLocked(Change{Kind: ChangeEventQueued, Subscription: it.sub.id, Item: it.id, Event: fields, Overflow: ovf})
+			}
 		}
 	}
 }

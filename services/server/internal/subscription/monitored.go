@@ -105,6 +105,12 @@ func (e *Engine) addItemLocked(s *Subscription, r *ItemRecord, ef *EventFilter, 
 	}
 	if ef != nil {
 		it.events, it.push = newEventQueue(ef, r.QueueSize), false
+		if len(r.Queued) > 0 {
+			// Restored (Apply): the events its server had not sent yet.
+			it.events.q = cloneFieldLists(r.Queued)
+			it.events.ovf = int(r.OverflowAt) - 1
+			it.n = len(it.events.q)
+		}
 		e.addNotifierLocked(it)
 	} else {
 		it.size = int(r.QueueSize) // the ring grows as values arrive

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 )
 
@@ -61,6 +62,11 @@ type ItemRecord struct {
 	// MinimumSamplingInterval in ms, 0 for none.
 	Push                bool
 	MinSamplingInterval float64
+	// Queued are the events an event item holds and has not sent yet, oldest first,
+	// without their ClientHandle; OverflowAt is one more than the place of the
+	// EventQueueOverflow event among them, 0 for none.
+	Queued     []ua.EventFieldList
+	OverflowAt int32
 }
 
 // Snapshot returns the state of every subscription, by ID, with their items by ID. The
@@ -99,6 +105,7 @@ func (s *Subscription) recordLocked(full bool) SubscriptionRecord {
 			if ir.Events != nil {
 				ir.Events = cloneEventFilter(ir.Events)
 			}
+			ir.Queued = cloneFieldLists(ir.Queued)
 			r.Items = append(r.Items, ir)
 		}
 		slices.SortFunc(r.Items, func(a, b ItemRecord) int { return cmp.Compare(a.ID, b.ID) })
@@ -131,6 +138,10 @@ func (it *item) record() ItemRecord {
 	if it.events != nil {
 		r.QueueSize = uint32(it.events.size)
 		r.Events = it.events.filter.source
+		if len(it.events.q) > 0 {
+			r.Queued = it.events.q
+			r.OverflowAt = int32(it.events.ovf + 1)
+		}
 	}
 	return r
 }
@@ -190,7 +201,7 @@ func cloneEventFilter(f *ua.EventFilter) *ua.EventFilter {
 
 // Minimum encoded sizes, which bound array lengths before anything is allocated.
 const (
-	minItemRecord = 60
+	minItemRecord = 68
 	minMessage    = 16 // SequenceNumber, PublishTime, NotificationData length
 )
 
@@ -273,6 +284,11 @@ func (r *ItemRecord) EncodeBinary(e *codec.Encoder) {
 	encodeIDs(e, r.Triggers)
 	e.Boolean(r.Push)
 	e.Double(r.MinSamplingInterval)
+	e.ArrayLength(len(r.Queued), false)
+	for i := range r.Queued {
+		encodeVariants(e, r.Queued[i].EventFields)
+	}
+	e.Int32(r.OverflowAt)
 }
 
 // DecodeBinary reads r, overwriting every field; errors stick in d.
@@ -295,6 +311,30 @@ func (r *ItemRecord) DecodeBinary(d *codec.Decoder) {
 	r.Triggers = decodeIDs(d)
 	r.Push = d.Boolean()
 	r.MinSamplingInterval = d.Double()
+	r.Queued = nil
+	if n := d.ArrayLength(4); n > 0 {
+		r.Queued = make([]ua.EventFieldList, n)
+		for i := range r.Queued {
+			r.Queued[i].EventFields = decodeVariants(d)
+		}
+	}
+	r.OverflowAt = d.Int32()
+	if d.Err() == nil && (r.OverflowAt < 0 || int(r.OverflowAt) > len(r.Queued)) {
+		d.Fail(status.BadDecodingError)
+	}
+}
+
+// cloneFieldLists copies queued events: the lists, not the Variants, which nobody
+// changes.
+func cloneFieldLists(q []ua.EventFieldList) []ua.EventFieldList {
+	if len(q) == 0 {
+		return nil
+	}
+	out := make([]ua.EventFieldList, len(q))
+	for i := range q {
+		out[i].EventFields = slices.Clone(q[i].EventFields)
+	}
+	return out
 }
 
 // encodeIDs writes an array of UInt32; nil and empty are the same.

@@ -40,7 +40,9 @@ func sampleRecord() SubscriptionRecord {
 					SelectClauses: []ua.SimpleAttributeOperand{*sao(id.BaseEventType, "Severity")},
 					WhereClause:   ua.ContentFilter{Elements: []ua.ContentFilterElement{el(ua.FilterOperatorGreaterThan, fld("Severity"), lit(codec.Int32Variant(10)))}},
 				},
-				Triggers: []uint32{3}, Push: false},
+				Triggers: []uint32{3}, Push: false,
+				Queued: []ua.EventFieldList{{EventFields: []codec.Variant{codec.UInt16Variant(700)}}, {EventFields: []codec.Variant{codec.UInt16Variant(1)}}},
+				OverflowAt: 2},
 		},
 		Retransmission: []ua.NotificationMessage{
 			{SequenceNumber: 41, PublishTime: 99, NotificationData: []codec.ExtensionObject{
@@ -72,6 +74,7 @@ func sampleChanges() []Change {
 		{Kind: ChangeSent, Subscription: 7, Message: rec.Retransmission[1]},
 		{Kind: ChangeAcknowledged, Subscription: 7, Sequence: 41},
 		{Kind: ChangeDropped, Subscription: 7, Sequence: 42},
+		{Kind: ChangeEventQueued, Subscription: 7, Item: 4, Event: []codec.Variant{codec.UInt16Variant(800)}, Overflow: []codec.Variant{codec.UInt16Variant(1)}},
 	}
 }
 
@@ -104,7 +107,7 @@ func TestChangesRoundTrip(t *testing.T) {
 			require.ErrorIs(t, d.Err(), status.BadDecodingError, "%v cut at %d", c.Kind, n)
 		}
 	}
-	require.Len(t, kinds, int(ChangeDropped), "a sample of every kind")
+	require.Len(t, kinds, int(ChangeEventQueued), "a sample of every kind")
 
 	rec := sampleRecord()
 	var e codec.Encoder
@@ -116,7 +119,7 @@ func TestChangesRoundTrip(t *testing.T) {
 	require.Equal(t, rec, back)
 
 	for _, b := range [][]byte{
-		{2, byte(ChangeDetached), 7, 0, 0, 0}, // another format
+		{1, byte(ChangeDetached), 7, 0, 0, 0}, // another format (before the event queues)
 		{changeFormat, 0, 7, 0, 0, 0},         // no kind
 		{changeFormat, 99, 7, 0, 0, 0},        // an unknown kind
 	} {
