@@ -41,7 +41,7 @@ func sampleRecord() SubscriptionRecord {
 					WhereClause:   ua.ContentFilter{Elements: []ua.ContentFilterElement{el(ua.FilterOperatorGreaterThan, fld("Severity"), lit(codec.Int32Variant(10)))}},
 				},
 				Triggers: []uint32{3}, Push: false,
-				Queued: []ua.EventFieldList{{EventFields: []codec.Variant{codec.UInt16Variant(700)}}, {EventFields: []codec.Variant{codec.UInt16Variant(1)}}},
+				Queued:     []ua.EventFieldList{{EventFields: []codec.Variant{codec.UInt16Variant(700)}}, {EventFields: []codec.Variant{codec.UInt16Variant(1)}}},
 				OverflowAt: 2},
 		},
 		Retransmission: []ua.NotificationMessage{
