@@ -95,7 +95,7 @@ type result struct {
 func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error) {
 	var configs []bool // mirrored or not, in order
 	switch o.mirror {
-	case "off":
+	case "off", "":
 		configs = []bool{false}
 	case "on":
 		configs = []bool{true}
@@ -121,7 +121,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 	}
 	defer id.PKI.Close()
 	var natsBin string
-	if o.mirror != "off" {
+	if o.mirror == "on" || o.mirror == "ab" {
 		if natsBin, err = uaserver.BuildMirror(ctx, dir); err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 		// Every item sees every change of its node.
 		made := float64(res.cycles) * float64(total) / res.window.Seconds()
 		name := fmt.Sprintf("%d sessions × %d items on %d nodes, %v", o.sessions, o.items, o.nodes, o.change)
-		if o.mirror != "off" {
+		if o.mirror == "on" || o.mirror == "ab" {
 			name += map[bool]string{false: ", mirror off", true: ", mirror on"}[mirrored]
 		}
 		row := report.Row{Name: name, Values: []report.Value{

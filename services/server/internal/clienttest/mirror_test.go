@@ -52,6 +52,7 @@ func mirroredServer(t testing.TB, natsURL, cluster, key, name string) *servertes
 		c.Mirror.URLs = []string{natsURL}
 		c.Mirror.Cluster = cluster
 		c.Mirror.Key = key
+		c.Redundancy.DrainTimeout = time.Second
 	})
 	return ts
 }

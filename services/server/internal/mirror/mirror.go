@@ -172,6 +172,15 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.setDegraded(fmt.Errorf("disconnected: %v", err)) }),
 		nats.ReconnectHandler(func(*nats.Conn) { m.w.kick(); m.sw.kick() }),
+		// Asynchronous errors (a watch's consumer gone while NATS was away) go to the
+		// server's log, not to stderr.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			m.log.Debug("NATS", "subject", subject, "err", err)
+		}),
 	}, cfg.Options...)
 	if m.nc, err = nats.Connect(strings.Join(cfg.URLs, ","), opts...); err != nil {
 		return nil, fmt.Errorf("mirror: connecting to %s: %w", strings.Join(cfg.URLs, ","), err)

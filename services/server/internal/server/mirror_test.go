@@ -88,6 +88,7 @@ func startMirrorNode(t *testing.T, natsURL, cluster, key, name string, c mirrorC
 		cfg.Mirror.URLs = []string{natsURL}
 		cfg.Mirror.Cluster = cluster
 		cfg.Mirror.Key = key
+		cfg.Redundancy.DrainTimeout = 0 // the raw sessions of these tests never leave
 		for _, f := range configure {
 			f(cfg)
 		}
