@@ -52,6 +52,14 @@ func NewOpaqueNodeId(ns uint16, id []byte) NodeId {
 // Namespace returns the namespace index.
 func (n NodeId) Namespace() uint16 { return n.ns }
 
+// InNamespace returns n with namespace index ns: the same identifier in another
+// namespace, as when a node is named by its namespace URI and the index differs between
+// servers.
+func (n NodeId) InNamespace(ns uint16) NodeId {
+	n.ns = ns
+	return n
+}
+
 // Type returns the kind of identifier.
 func (n NodeId) Type() IDType { return n.typ }
 

@@ -45,9 +45,12 @@ func clusterKey(t testing.TB) string {
 
 // mirroredServer starts a server of the redundant set cluster, mirrored through natsURL
 // with key; name makes its ApplicationUri.
-func mirroredServer(t testing.TB, natsURL, cluster, key, name string) *servertest.Server {
+func mirroredServer(t testing.TB, natsURL, cluster, key, name string, configure ...func(*config.Config)) *servertest.Server {
 	t.Helper()
 	ts, _ := testServer(t, func(c *config.Config) {
+		for _, f := range configure {
+			f(c)
+		}
 		c.Application.ApplicationURI = "urn:127.0.0.1:uastack:mirror:" + name
 		c.Mirror.URLs = []string{natsURL}
 		c.Mirror.Cluster = cluster
@@ -218,4 +221,42 @@ func TestMirrorDrain(t *testing.T) {
 	require.NoError(t, err)
 	rec.waitFor(t, 5, 10*time.Second)
 	require.Zero(t, sub.Stats().Recreated)
+}
+
+// TestMirrorWrites: a value written on A into a mirrored namespace (mirror.namespaces)
+// is the value on B too, and on C, a server that joins the set afterwards; a namespace
+// that is not mirrored keeps its values to itself.
+func TestMirrorWrites(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nats := natsServer(t)
+	key := clusterKey(t)
+	demo := func(c *config.Config) { c.Mirror.Namespaces = []string{"urn:uastack:demo"} }
+	a := mirroredServer(t, nats.ClientURL(), "writes", key, "A", demo)
+	b := mirroredServer(t, nats.ClientURL(), "writes", key, "B", demo)
+	other := mirroredServer(t, nats.ClientURL(), "writes", key, "other")
+	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
+	ca, cb, co := dial(t, ctx, a.URL, none), dial(t, ctx, b.URL, none), dial(t, ctx, other.URL, none)
+	value := func(c *client.Client) int32 {
+		dv, err := c.ReadValue(ctx, demoInt32)
+		require.NoError(t, err)
+		return int32(dv.Value.Bits())
+	}
+	before := value(co)
+	for v := int32(1); v <= 20; v++ {
+		code, err := ca.WriteValue(ctx, demoInt32, codec.Int32Variant(v))
+		require.NoError(t, err)
+		require.True(t, code.IsGood(), code)
+	}
+	require.Eventually(t, func() bool { return value(cb) == 20 }, 5*time.Second, 10*time.Millisecond, "B has A's write")
+	code, err := cb.WriteValue(ctx, demoInt32, codec.Int32Variant(21))
+	require.NoError(t, err)
+	require.True(t, code.IsGood(), code)
+	require.Eventually(t, func() bool { return value(ca) == 21 }, 5*time.Second, 10*time.Millisecond, "A has B's write")
+
+	c := mirroredServer(t, nats.ClientURL(), "writes", key, "C", demo)
+	cc := dial(t, ctx, c.URL, none)
+	require.Eventually(t, func() bool { return value(cc) == 21 }, 5*time.Second, 10*time.Millisecond, "C starts with the set's value")
+	require.Equal(t, before, value(co), "a server that does not mirror the namespace keeps its own")
 }

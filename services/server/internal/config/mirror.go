@@ -49,6 +49,11 @@ type Mirror struct {
 	// (default 1h).
 	MaxBytes int           `koanf:"maxBytes"`
 	MaxAge   time.Duration `koanf:"maxAge"`
+	// Namespaces are the URIs of the namespaces whose values are mirrored: a value a
+	// client writes to one of their nodes on one server is written on every server of
+	// the set, and a server that starts takes the values written before. Empty (the
+	// default): none.
+	Namespaces []string `koanf:"namespaces"`
 }
 
 // Enabled reports whether the server mirrors its sessions (mirror.urls is set).
@@ -117,6 +122,11 @@ func (c *Config) validateMirror(ps *problems) {
 	ps.positive("mirror.sendWait", m.SendWait)
 	ps.positive("mirror.timeout", m.Timeout)
 	ps.positive("mirror.maxAge", m.MaxAge)
+	for i, u := range m.Namespaces {
+		if strings.TrimSpace(u) == "" || u == "http://opcfoundation.org/UA/" {
+			ps.add(fmt.Sprintf("mirror.namespaces[%d]", i), "must be the URI of a namespace other than namespace 0, got %q", u)
+		}
+	}
 	if m.MaxBytes < 1<<20 {
 		ps.add("mirror.maxBytes", "must be at least 1 MiB, got %d", m.MaxBytes)
 	}

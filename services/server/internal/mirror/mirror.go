@@ -52,6 +52,9 @@ type Config struct {
 	// handlers); Members when the set's servers change. Either may be nil.
 	Health  func(Health)
 	Members func(serverURIs []string)
+	// Values, when not nil, mirrors the values written to the mirrored namespaces
+	// (mirror.namespaces).
+	Values *Values
 }
 
 // Health is what the mirror knows of its own state.
@@ -77,6 +80,7 @@ type Mirror struct {
 	sessions jetstream.KeyValue // <set>-sessions
 	nodes    jetstream.KeyValue // <set>-nodes
 	subs     jetstream.Stream   // <set>-subs
+	values   jetstream.KeyValue // <set>-values; nil without mirrored namespaces
 	node     uint8              // this server's number in the set (its key in nodes)
 	nodeRev  uint64
 
@@ -186,7 +190,12 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 		return nil, fmt.Errorf("mirror: connecting to %s: %w", strings.Join(cfg.URLs, ","), err)
 	}
 	fail := func(err error) (*Mirror, error) {
+		for _, stop := range m.stops {
+			stop()
+		}
+		close(m.done)
 		m.nc.Close()
+		m.loops.Wait()
 		return nil, err
 	}
 	if m.js, err = jetstream.New(m.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
@@ -207,6 +216,9 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 	m.stops = append(m.stops, cfg.Subs.Observe(m.subscriptionChanged))
 	cfg.Sessions.Observe(m.sessionChanged)
 	if err := m.watchSessions(); err != nil {
+		return fail(err)
+	}
+	if err := m.watchValues(); err != nil {
 		return fail(err)
 	}
 	m.loops.Go(func() { m.w.run(m.takeSnapshots, m.publishAll) })
@@ -240,6 +252,15 @@ func (m *Mirror) provision(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("mirror: nodes bucket: %w", err)
+	}
+	if c.Values != nil {
+		m.values, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: c.Cluster + "-values", Description: "uastack values written to the mirrored namespaces of the redundant set " + c.Cluster,
+			History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas, MaxBytes: c.MaxBytes,
+		})
+		if err != nil {
+			return fmt.Errorf("mirror: values bucket: %w", err)
+		}
 	}
 	m.subs, err = m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: c.Cluster + "-subs", Description: "uastack subscriptions of the redundant set " + c.Cluster,

@@ -23,6 +23,8 @@ type op struct {
 	purge bool
 	// result, when not nil, gets the write's outcome.
 	result chan error
+	// seal is what the body is sealed for when not its subject (a KV key).
+	seal string
 }
 
 // writer writes the ops queued by the observers, in order. The subscription writer
@@ -168,7 +170,11 @@ func (m *Mirror) publishAll(q []op) {
 func (m *Mirror) message(o *op) *nats.Msg {
 	msg := &nats.Msg{Subject: o.subject, Header: o.hdr}
 	if o.plain != nil {
-		msg.Data = m.seal.seal(o.subject, o.plain)
+		where := o.subject
+		if o.seal != "" {
+			where = o.seal
+		}
+		msg.Data = m.seal.seal(where, o.plain)
 	}
 	return msg
 }

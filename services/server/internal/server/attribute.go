@@ -128,6 +128,9 @@ func (s *Server) write(r *pipeline.Request[*conn], m *ua.WriteRequest) {
 		Results:   make([]status.Code, len(m.NodesToWrite)),
 	}
 	s.space.Write(r.Ctx, op, func() {
+		if s.mirror != nil {
+			s.mirrorWrites(r.Ctx, op)
+		}
 		r.Respond(&ua.WriteResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: op.Results})
 	})
 }

@@ -12,8 +12,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/services/server/internal/mirror"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/redundancy"
@@ -60,6 +62,7 @@ func (s *Server) startMirror() error {
 		SendWait: mc.SendWait, Timeout: mc.Timeout,
 		Sessions: s.sessions, Subs: s.subs, Log: s.log,
 		Members: s.redundantSet,
+		Values:  s.mirroredValues(),
 		Health: func(h mirror.Health) {
 			if h == mirror.Degraded {
 				s.SetHealth(redundancy.Degraded)
@@ -190,4 +193,64 @@ func kept[M any](s *Server, fn func(*pipeline.Request[*conn], M) codec.Structure
 		}
 		return answer
 	}
+}
+
+// mirroredValues are the hooks of mirror.namespaces; nil when none is set.
+func (s *Server) mirroredValues() *mirror.Values {
+	uris := s.cfg.Mirror.Namespaces
+	if len(uris) == 0 {
+		return nil
+	}
+	mirrored := func(uri string) bool { return slices.Contains(uris, uri) }
+	return &mirror.Values{
+		URI: func(ns uint16) string {
+			if all := s.space.Namespaces(); int(ns) < len(all) && mirrored(all[ns]) {
+				return all[ns]
+			}
+			return ""
+		},
+		Index: func(uri string) (uint16, bool) {
+			if !mirrored(uri) {
+				return 0, false
+			}
+			i := slices.Index(s.space.Namespaces(), uri)
+			return uint16(i), i > 0
+		},
+		Apply: func(node codec.NodeId, dv codec.DataValue) {
+			if !s.space.SetValue(node, dv) {
+				s.log.Warn("mirror: a value written on another server of the set has no variable here", "node", node)
+			}
+		},
+	}
+}
+
+// mirrorWrites passes the values written by op to the servers of the set, when the
+// namespaces are mirrored, and returns once they are kept there: each node's whole value
+// as it stands after the Write (an IndexRange write too).
+func (s *Server) mirrorWrites(ctx context.Context, op *nodemgr.WriteOp) {
+	var rvs []ua.ReadValueId
+	for i := range op.Items {
+		w := &op.Items[i]
+		if op.Results[i] == status.Good && w.AttributeId == uint32(attr.Value) && s.cfg.Mirror.Namespaces != nil &&
+			s.mirrorsNamespace(w.NodeId.Namespace()) {
+			rvs = append(rvs, ua.ReadValueId{NodeId: w.NodeId, AttributeId: uint32(attr.Value)})
+		}
+	}
+	if len(rvs) == 0 {
+		return
+	}
+	read := &nodemgr.ReadOp{Principal: op.Principal, Timestamps: ua.TimestampsToReturnBoth, Items: rvs, Results: make([]codec.DataValue, len(rvs))}
+	s.space.Read(ctx, read, func() {})
+	for i := range rvs {
+		if read.Results[i].Status.IsGood() {
+			s.mirror.ValueWritten(rvs[i].NodeId, read.Results[i])
+		}
+	}
+	s.mirror.Sync()
+}
+
+// mirrorsNamespace reports whether namespace index ns is in mirror.namespaces.
+func (s *Server) mirrorsNamespace(ns uint16) bool {
+	all := s.space.Namespaces()
+	return int(ns) < len(all) && slices.Contains(s.cfg.Mirror.Namespaces, all[ns])
 }
