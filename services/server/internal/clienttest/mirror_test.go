@@ -16,6 +16,7 @@ import (
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/pki"
+	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
@@ -134,10 +135,33 @@ func TestMirrorFailover(t *testing.T) {
 			// A holds the writer's session and the client's (the count is refreshed now and
 			// then).
 			require.Eventually(t, func() bool { return sessionCount(t, ctx, wa) == 2 }, 5*time.Second, 50*time.Millisecond)
+			// A browse begun on A, three references at a time: its continuation point goes
+			// on at B.
+			demoFolder := ua.BrowseDescription{NodeId: codec.NewStringNodeId(1, "Demo"), BrowseDirection: ua.BrowseDirectionForward,
+				IncludeSubtypes: true, ResultMask: 0x3f}
+			var all []ua.ReferenceDescription
+			for ref, err := range wa.References(ctx, demoFolder, 0) {
+				require.NoError(t, err)
+				all = append(all, ref)
+			}
+			require.Greater(t, len(all), 6)
+			br, err := cl.Browse(ctx, &ua.BrowseRequest{RequestedMaxReferencesPerNode: 3, NodesToBrowse: []ua.BrowseDescription{demoFolder}})
+			require.NoError(t, err)
+			require.NotEmpty(t, br.Results[0].ContinuationPoint)
+			got := slices.Clone(br.Results[0].References)
+
 			pa.ln.Close() // A is out of reach; it runs on
 			pa.Drop()
 			require.Eventually(t, func() bool { return cl.URL() == b.URL }, 30*time.Second, 20*time.Millisecond, "moved to B")
 			rec.waitFor(t, 20, 10*time.Second) // B reports the current value
+			for cp := br.Results[0].ContinuationPoint; len(cp) > 0; {
+				next, err := cl.BrowseNext(ctx, &ua.BrowseNextRequest{ContinuationPoints: [][]byte{cp}})
+				require.NoError(t, err)
+				require.Equal(t, status.Good, next.Results[0].StatusCode, "BrowseNext on B")
+				got = append(got, next.Results[0].References...)
+				cp = next.Results[0].ContinuationPoint
+			}
+			require.Equal(t, all, got, "the browse begun on A ends on B")
 			write(21, 40)
 			rec.waitFor(t, 40, 10*time.Second)
 

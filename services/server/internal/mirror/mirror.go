@@ -81,6 +81,7 @@ type Mirror struct {
 	nodes    jetstream.KeyValue // <set>-nodes
 	subs     jetstream.Stream   // <set>-subs
 	values   jetstream.KeyValue // <set>-values; nil without mirrored namespaces
+	browse   jetstream.KeyValue // <set>-browse: continuation points
 	node     uint8              // this server's number in the set (its key in nodes)
 	nodeRev  uint64
 
@@ -252,6 +253,13 @@ func (m *Mirror) provision(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("mirror: nodes bucket: %w", err)
+	}
+	m.browse, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: c.Cluster + "-browse", Description: "uastack browse continuation points of the redundant set " + c.Cluster,
+		History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas, MaxBytes: c.MaxBytes, LimitMarkerTTL: time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("mirror: continuation points bucket: %w", err)
 	}
 	if c.Values != nil {
 		m.values, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
@@ -40,7 +42,9 @@ func (s *Server) browse(r *pipeline.Request[*conn], m *ua.BrowseRequest) {
 // exceeds perNode (0: no limit) in continuation points of the session.
 func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []nodemgr.BrowseResult, perNode int) codec.Structure {
 	results := make([]ua.BrowseResult, len(found))
+	var kept keptPoints
 	code := s.sessions.Active(h.AuthenticationToken, channelID, func(sess *session.Session) status.Code {
+		kept.of(sess)
 		for i, r := range found {
 			results[i] = ua.BrowseResult{StatusCode: r.Status, References: r.References}
 			if perNode == 0 || len(r.References) <= perNode {
@@ -53,13 +57,54 @@ func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []no
 			}
 			results[i].References = r.References[:perNode]
 			results[i].ContinuationPoint = cp
+			kept.saved(cp, r.References[perNode:], perNode)
 		}
 		return status.Good
 	})
 	if code != status.Good {
 		return s.pipe.Fault(h, code)
 	}
+	s.keepPoints(&kept)
 	return &ua.BrowseResponse{ResponseHeader: s.pipe.Header(h, status.Good), Results: results}
+}
+
+// keptPoints are the continuation points a Browse or BrowseNext saved and took, for the
+// redundant set (mirror.ContinuationSaved): collected under the table's lock, written
+// after it.
+type keptPoints struct {
+	session codec.NodeId
+	timeout time.Duration
+	saves   []savedPoint
+	taken   [][]byte
+}
+
+type savedPoint struct {
+	cp      []byte
+	refs    []ua.ReferenceDescription
+	perNode int
+}
+
+func (k *keptPoints) of(sess *session.Session) { k.session, k.timeout = sess.ID(), sess.Timeout() }
+
+func (k *keptPoints) saved(cp []byte, refs []ua.ReferenceDescription, perNode int) {
+	k.saves = append(k.saves, savedPoint{cp, refs, perNode})
+}
+
+// keepPoints writes k to the set and waits until it is kept, so that a client that moves
+// goes on browsing there. Without a mirror it does nothing.
+func (s *Server) keepPoints(k *keptPoints) {
+	if s.mirror == nil || len(k.saves)+len(k.taken) == 0 {
+		return
+	}
+	for _, p := range k.saves {
+		s.mirror.ContinuationSaved(k.session, k.timeout, p.cp, p.refs, p.perNode)
+	}
+	for _, cp := range k.taken {
+		s.mirror.ContinuationTaken(k.session, cp)
+	}
+	if len(k.saves) > 0 {
+		s.mirror.Sync()
+	}
 }
 
 // browseNext answers BrowseNext (Part 4 §5.9.3) from the session's continuation points:
@@ -70,31 +115,75 @@ func (s *Server) browseNext(r *pipeline.Request[*conn], m *ua.BrowseNextRequest)
 		return r.Fault(code)
 	}
 	results := make([]ua.BrowseResult, len(m.ContinuationPoints))
+	var kept keptPoints
+	var unknown []int // points this server does not hold: another server of the set may
 	code := s.sessions.Active(r.Header.AuthenticationToken, r.Req.Channel.ID(), func(sess *session.Session) status.Code {
+		kept.of(sess)
 		for i, cp := range m.ContinuationPoints {
 			refs, perNode, ok := sess.TakeContinuation(cp)
 			if !ok {
 				results[i] = ua.BrowseResult{StatusCode: status.BadContinuationPointInvalid}
+				unknown = append(unknown, i)
 				continue
 			}
-			if m.ReleaseContinuationPoints {
-				results[i] = ua.BrowseResult{StatusCode: status.Good}
-				continue
-			}
-			n := min(perNode, len(refs))
-			results[i] = ua.BrowseResult{StatusCode: status.Good, References: refs[:n]}
-			if rest := refs[n:]; len(rest) > 0 {
-				// The freed slot is taken again, so this cannot fail.
-				next, _ := sess.SaveContinuation(rest, perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
-				results[i].ContinuationPoint = next
-			}
+			kept.taken = append(kept.taken, cp)
+			s.nextReferences(sess, &results[i], refs, perNode, m.ReleaseContinuationPoints, &kept)
 		}
 		return status.Good
 	})
 	if code != status.Good {
 		return r.Fault(code)
 	}
+	if s.mirror != nil && len(unknown) > 0 {
+		// Made on another server of the set before the client moved here: read from the
+		// set (which forgets them), then served as if held here.
+		type found struct {
+			i       int
+			refs    []ua.ReferenceDescription
+			perNode int
+		}
+		var got []found
+		for _, i := range unknown {
+			if refs, perNode, ok := s.mirror.Continuation(r.Ctx, kept.session, m.ContinuationPoints[i]); ok {
+				got = append(got, found{i, refs, perNode})
+			}
+		}
+		if len(got) > 0 {
+			code = s.sessions.Active(r.Header.AuthenticationToken, r.Req.Channel.ID(), func(sess *session.Session) status.Code {
+				for _, f := range got {
+					s.nextReferences(sess, &results[f.i], f.refs, f.perNode, m.ReleaseContinuationPoints, &kept)
+				}
+				return status.Good
+			})
+			if code != status.Good {
+				return r.Fault(code)
+			}
+		}
+	}
+	s.keepPoints(&kept)
 	return &ua.BrowseNextResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: results}
+}
+
+// nextReferences answers one continuation point of a BrowseNext from refs, perNode of
+// them, saving the rest under a new point (for the fn of Table.Active).
+func (s *Server) nextReferences(sess *session.Session, res *ua.BrowseResult, refs []ua.ReferenceDescription, perNode int, release bool, kept *keptPoints) {
+	if release {
+		*res = ua.BrowseResult{StatusCode: status.Good}
+		return
+	}
+	n := min(perNode, len(refs))
+	*res = ua.BrowseResult{StatusCode: status.Good, References: refs[:n]}
+	if rest := refs[n:]; len(rest) > 0 {
+		// A freed slot is taken again; a point read from the set may find the session
+		// at its limit.
+		next, code := sess.SaveContinuation(rest, perNode, s.cfg.Limits.MaxBrowseContinuationPoints)
+		if code != status.Good {
+			*res = ua.BrowseResult{StatusCode: code}
+			return
+		}
+		res.ContinuationPoint = next
+		kept.saved(next, rest, perNode)
+	}
 }
 
 // translate answers TranslateBrowsePathsToNodeIds (Part 4 §5.9.4). Without mounted

@@ -1,6 +1,9 @@
 package session
 
 import (
+	"time"
+
+	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 )
@@ -34,3 +37,9 @@ func (s *Session) TakeContinuation(cp []byte) (refs []ua.ReferenceDescription, p
 	delete(s.browse, string(cp))
 	return c.refs, c.max, true
 }
+
+// ID is the session's SessionId, for the fn of Table.Active.
+func (s *Session) ID() codec.NodeId { return s.rec.SessionID }
+
+// Timeout is the session's revised timeout, for the fn of Table.Active.
+func (s *Session) Timeout() time.Duration { return s.timeout }
