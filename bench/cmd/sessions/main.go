@@ -47,6 +47,8 @@ type options struct {
 	server      string        // prebuilt server binary; empty builds one
 	out         string        // directory for the report files; empty prints Markdown only
 	quiet       bool
+	mirror      string // off, on, or ab (both, alternating, rounds times per N)
+	rounds      int
 }
 
 func main() {
@@ -62,6 +64,8 @@ func main() {
 	flag.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	flag.StringVar(&o.out, "out", "", "directory for sessions.md, sessions.json and the charts")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	flag.StringVar(&o.mirror, "mirror", "off", "off, on (the server mirrors its sessions and subscriptions through a NATS server, the mirror command as a child process) or ab (both, alternating)")
+	flag.IntVar(&o.rounds, "rounds", 2, "with -mirror ab, runs of each configuration per N, alternating")
 	flag.Parse()
 	for f := range strings.SplitSeq(counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -99,25 +103,68 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 	r := report.New("sessions")
 	prog := report.NewProgress(o.quiet)
 	defer prog.Done()
-	var rate, idleKiB, steadyKiB []report.Point
-	for _, n := range o.counts {
-		runDir, err := os.MkdirTemp(dir, "run")
-		if err != nil {
+	var configs []bool // mirrored or not, in order, for each N
+	switch o.mirror {
+	case "off", "":
+		configs = []bool{false}
+	case "on":
+		configs = []bool{true}
+	case "ab":
+		for range max(o.rounds, 1) {
+			configs = append(configs, false, true)
+		}
+	default:
+		return r, fmt.Errorf("-mirror: want off, on or ab, got %q", o.mirror)
+	}
+	var natsBin string
+	if o.mirror == "on" || o.mirror == "ab" {
+		if natsBin, err = uaserver.BuildMirror(ctx, dir); err != nil {
 			return r, err
 		}
-		res, err := measure(ctx, o, n, bin, runDir, id, pol, mode, prog)
-		if err != nil {
-			return r, fmt.Errorf("%d sessions: %w", n, err)
+	}
+	var rate, idleKiB, steadyKiB []report.Point
+	for _, n := range o.counts {
+		perSession := map[bool][]float64{} // server CPU per session established, by mirrored
+		perSteady := map[bool][]float64{}  // server CPU in the steady window per session
+		for k, mirrored := range configs {
+			runDir, err := os.MkdirTemp(dir, "run")
+			if err != nil {
+				return r, err
+			}
+			var nats *uaserver.NATS
+			if mirrored {
+				if nats, err = uaserver.StartNATS(ctx, natsBin, runDir); err != nil {
+					return r, err
+				}
+			}
+			res, err := measure(ctx, o, n, bin, runDir, id, pol, mode, prog, nats, k)
+			if nats != nil {
+				nats.Stop()
+			}
+			if err != nil {
+				return r, fmt.Errorf("%d sessions: %w", n, err)
+			}
+			if o.mirror == "on" || o.mirror == "ab" {
+				res.name = fmt.Sprintf("N=%d, mirror %s", n, map[bool]string{false: "off", true: "on"}[mirrored])
+			}
+			perSession[mirrored] = append(perSession[mirrored], (res.up.CPU-res.base.CPU).Seconds()/float64(max(res.established, 1)))
+			perSteady[mirrored] = append(perSteady[mirrored], (res.steady.CPU-res.idle.CPU).Seconds()/float64(max(res.established, 1)))
+			fmt.Fprintf(logw, "\nN=%d: %d established in %v, %d with drops, %d failed\n",
+				n, res.established, res.setup.Round(time.Millisecond), res.dropSessions, res.failed)
+			for _, e := range res.errs {
+				fmt.Fprintln(logw, "  error:", e)
+			}
+			r.Add(res.row())
+			rate = append(rate, report.Point{X: float64(n), Y: res.rate()})
+			idleKiB = append(idleKiB, report.Point{X: float64(n), Y: res.perSession(res.idle.RSS) / 1024})
+			steadyKiB = append(steadyKiB, report.Point{X: float64(n), Y: res.perSession(res.steady.RSS) / 1024})
 		}
-		fmt.Fprintf(logw, "\nN=%d: %d established in %v, %d with drops, %d failed\n",
-			n, res.established, res.setup.Round(time.Millisecond), res.dropSessions, res.failed)
-		for _, e := range res.errs {
-			fmt.Fprintln(logw, "  error:", e)
+		if len(perSession[false]) > 0 && len(perSession[true]) > 0 {
+			setup := report.Median(perSession[true]) / report.Median(perSession[false])
+			steady := report.Median(perSteady[true]) / report.Median(perSteady[false])
+			r.Note("N=%d, mirror on / off (medians of %d runs each): server CPU per session established **%.2f** (bar ≤ 1.2: %s), server CPU per session in the steady window %.2f",
+				n, len(perSession[true]), setup, metOr(setup <= 1.2), steady)
 		}
-		r.Add(res.row())
-		rate = append(rate, report.Point{X: float64(n), Y: res.rate()})
-		idleKiB = append(idleKiB, report.Point{X: float64(n), Y: res.perSession(res.idle.RSS) / 1024})
-		steadyKiB = append(steadyKiB, report.Point{X: float64(n), Y: res.perSession(res.steady.RSS) / 1024})
 	}
 	r.AddChart(report.Chart{Name: "sessions-rate", Title: "Session establishment (" + o.security + ")",
 		XLabel: "sessions", YLabel: "sessions/s", Series: []report.Series{{Name: "uastack", Points: rate}}})
@@ -157,6 +204,7 @@ func metOr(ok bool) string {
 
 // result is the measurement of one N.
 type result struct {
+	name                   string // the row's name; "" is N=n
 	n, established, failed int
 	setup                  time.Duration // establishing every session
 	writes                 int           // values written in the steady window
@@ -189,7 +237,11 @@ func (r *result) perSession(rss int64) float64 {
 
 func (r *result) row() report.Row {
 	cpu := r.steady.CPU - r.idle.CPU
-	row := report.Row{Name: fmt.Sprintf("N=%d", r.n), Values: []report.Value{
+	name := r.name
+	if name == "" {
+		name = fmt.Sprintf("N=%d", r.n)
+	}
+	row := report.Row{Name: name, Values: []report.Value{
 		{Name: "established", Value: float64(r.established)},
 		{Name: "failed", Value: float64(r.failed)},
 		{Name: "establish rate", Value: r.rate(), Unit: "sessions/s"},
@@ -212,12 +264,16 @@ func (r *result) row() report.Row {
 }
 
 // measure runs one N against a fresh server.
-func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, prog *report.Progress) (*result, error) {
+func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, prog *report.Progress, nats *uaserver.NATS, k int) (*result, error) {
 	limit := strconv.Itoa(n + 16)
-	srv, err := uaserver.Start(ctx, bin, dir, id, append([]string{
+	sets := append([]string{
 		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit,
 		"limits.maxSubscriptionCount=" + limit, "limits.maxQueuedRequestCount=" + strconv.Itoa(max(200, 2*n)),
-	}, uaserver.ManyClientsOneSource...)...)
+	}, uaserver.ManyClientsOneSource...)
+	if nats != nil {
+		sets = append(sets, nats.Sets(fmt.Sprintf("sessions%d", k))...)
+	}
+	srv, err := uaserver.Start(ctx, bin, dir, id, sets...)
 	if err != nil {
 		return nil, err
 	}
