@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 	if m.js, err = jetstream.New(m.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
 		return fail(err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 4*cfg.Timeout)
+	sctx, cancel := context.WithTimeout(ctx, 12*cfg.Timeout)
 	defer cancel()
 	if err := m.provision(sctx); err != nil {
 		return fail(err)
@@ -239,47 +240,66 @@ func (m *Mirror) Errors() uint64 { return m.errs.Load() }
 func (m *Mirror) provision(ctx context.Context) error {
 	c := m.cfg
 	var err error
-	m.sessions, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: c.Cluster + "-sessions", Description: "uastack sessions of the redundant set " + c.Cluster,
-		History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas,
-		LimitMarkerTTL: time.Minute, // per-key TTLs: a session nobody keeps alive goes
-	})
-	if err != nil {
-		return fmt.Errorf("mirror: sessions bucket: %w", err)
-	}
-	m.nodes, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: c.Cluster + "-nodes", Description: "uastack servers of the redundant set " + c.Cluster,
-		History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas, LimitMarkerTTL: time.Minute,
-	})
-	if err != nil {
-		return fmt.Errorf("mirror: nodes bucket: %w", err)
-	}
-	m.browse, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: c.Cluster + "-browse", Description: "uastack browse continuation points of the redundant set " + c.Cluster,
-		History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas, MaxBytes: c.MaxBytes, LimitMarkerTTL: time.Minute,
-	})
-	if err != nil {
-		return fmt.Errorf("mirror: continuation points bucket: %w", err)
-	}
-	if c.Values != nil {
-		m.values, err = m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: c.Cluster + "-values", Description: "uastack values written to the mirrored namespaces of the redundant set " + c.Cluster,
-			History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas, MaxBytes: c.MaxBytes,
+	kv := func(name, what string, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+		cfg.Bucket, cfg.Description = c.Cluster+"-"+name, "uastack "+what+" of the redundant set "+c.Cluster
+		cfg.History, cfg.Storage, cfg.Replicas = 1, jetstream.FileStorage, c.Replicas
+		b, err := retried(ctx, c.Timeout, func(ctx context.Context) (jetstream.KeyValue, error) {
+			return m.js.CreateOrUpdateKeyValue(ctx, cfg)
 		})
 		if err != nil {
-			return fmt.Errorf("mirror: values bucket: %w", err)
+			return nil, fmt.Errorf("mirror: %s bucket: %w", name, err)
+		}
+		return b, nil
+	}
+	// Per-key TTLs (LimitMarkerTTL): a session, server or continuation point nobody keeps
+	// alive goes.
+	if m.sessions, err = kv("sessions", "sessions", jetstream.KeyValueConfig{LimitMarkerTTL: time.Minute}); err != nil {
+		return err
+	}
+	if m.nodes, err = kv("nodes", "servers", jetstream.KeyValueConfig{LimitMarkerTTL: time.Minute}); err != nil {
+		return err
+	}
+	if m.browse, err = kv("browse", "browse continuation points", jetstream.KeyValueConfig{MaxBytes: c.MaxBytes, LimitMarkerTTL: time.Minute}); err != nil {
+		return err
+	}
+	if c.Values != nil {
+		if m.values, err = kv("values", "values written to the mirrored namespaces", jetstream.KeyValueConfig{MaxBytes: c.MaxBytes}); err != nil {
+			return err
 		}
 	}
-	m.subs, err = m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: c.Cluster + "-subs", Description: "uastack subscriptions of the redundant set " + c.Cluster,
-		Subjects: []string{c.Cluster + ".sub.>"}, Storage: jetstream.FileStorage, Replicas: c.Replicas,
-		MaxAge: c.MaxAge, MaxBytes: c.MaxBytes, Discard: jetstream.DiscardOld,
-		AllowRollup: true, AllowDirect: true,
+	m.subs, err = retried(ctx, c.Timeout, func(ctx context.Context) (jetstream.Stream, error) {
+		return m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: c.Cluster + "-subs", Description: "uastack subscriptions of the redundant set " + c.Cluster,
+			Subjects: []string{c.Cluster + ".sub.>"}, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+			MaxAge: c.MaxAge, MaxBytes: c.MaxBytes, Discard: jetstream.DiscardOld,
+			AllowRollup: true, AllowDirect: true,
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("mirror: subscriptions stream: %w", err)
 	}
 	return nil
+}
+
+// retried calls fn, each call bounded by timeout, until it succeeds or ctx ends: servers
+// of a set that start together make the same buckets at the same moment, and a
+// replicated stream's creation can outlast one request while NATS places it.
+func retried[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	wait := 100 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		v, err := fn(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait + time.Duration(rand.Int64N(int64(wait)))):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // Close stops following the server, writes what is queued and disconnects. The
