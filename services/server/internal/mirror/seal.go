@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -39,8 +40,13 @@ func newSealer(key []byte) (*sealer, error) {
 
 // seal returns plain sealed for where.
 func (s *sealer) seal(where string, plain []byte) []byte {
+	return s.sealTo(nil, where, plain)
+}
+
+// sealTo appends plain sealed for where to dst[:0] and returns the result.
+func (s *sealer) sealTo(dst []byte, where string, plain []byte) []byte {
 	ns := s.aead.NonceSize()
-	out := make([]byte, 1+ns, 1+ns+len(plain)+s.aead.Overhead())
+	out := slices.Grow(dst[:0], 1+ns+len(plain)+s.aead.Overhead())[:1+ns]
 	out[0] = sealVersion
 	_, _ = rand.Read(out[1 : 1+ns]) // crypto/rand.Read never fails (Go 1.24+)
 	return s.aead.Seal(out, out[1:1+ns], plain, []byte(where))

@@ -25,6 +25,10 @@ type op struct {
 	result chan error
 	// seal is what the body is sealed for when not its subject (a KV key).
 	seal string
+	// pooled says plain came from subMessage and goes back once sealed; the sealed body
+	// is then of plainBufs too, and goes back once acknowledged.
+	pooled bool
+	sealed []byte
 }
 
 // writer writes the ops queued by the observers, in order. The subscription writer
@@ -160,6 +164,13 @@ func (m *Mirror) publishAll(q []op) {
 		m.setDegraded(failed)
 		return
 	}
+	// Acknowledged: NATS copied each body when it was published, and nothing resends it.
+	for i := range q {
+		if q[i].sealed != nil {
+			release(q[i].sealed)
+			q[i].sealed = nil
+		}
+	}
 	if !m.nc.IsConnected() {
 		return
 	}
@@ -174,7 +185,14 @@ func (m *Mirror) message(o *op) *nats.Msg {
 		if o.seal != "" {
 			where = o.seal
 		}
-		msg.Data = m.seal.seal(where, o.plain)
+		if o.pooled {
+			bp := plainBufs.Get().(*[]byte)
+			msg.Data = m.seal.sealTo(*bp, where, o.plain)
+			release(o.plain)
+			o.plain, o.sealed = nil, msg.Data
+		} else {
+			msg.Data = m.seal.seal(where, o.plain)
+		}
 	}
 	return msg
 }
