@@ -25,7 +25,7 @@ func BenchmarkSentChange(b *testing.B) {
 		NotificationData: []codec.ExtensionObject{codec.NewExtensionObject(&ua.DataChangeNotification{MonitoredItems: items})}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		plain := subMessage(msgChange, 1, c.EncodeBinary)
+		plain := subMessage(msgChange, 1, func(e *codec.Encoder) { e.ArrayLength(1, false); c.EncodeBinary(e) })
 		_ = seal.seal("uastack.sub.0123456789abcdef0123456789abcdef.1", plain)
 		release(plain)
 	}

@@ -100,8 +100,10 @@ type Mirror struct {
 	// written since its last snapshot.
 	subOf  map[uint32]string
 	deltas map[uint32]uint64
-	// snaps are the subscriptions whose snapshot is due (takeSnapshots).
+	// snaps are the subscriptions whose snapshot is due (takeSnapshots); acks the
+	// acknowledgements waiting to ride with their subscription's next change.
 	snaps    map[uint32]bool
+	acks     map[uint32][]uint32
 	degraded bool
 
 	stops []func()
@@ -169,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 		return nil, err
 	}
 	m := &Mirror{cfg: cfg, log: cfg.Log.With("part", "mirror"), seal: seal,
-		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), snaps: make(map[uint32]bool),
+		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), snaps: make(map[uint32]bool), acks: make(map[uint32][]uint32),
 		done: make(chan struct{})}
 	opts := append([]nats.Option{
 		nats.Name("uastack " + cfg.ServerURI),

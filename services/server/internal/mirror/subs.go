@@ -83,6 +83,7 @@ func (m *Mirror) subscriptionChanged(c subscription.Change) {
 		delete(m.subOf, id)
 		delete(m.deltas, id)
 		delete(m.snaps, id)
+		delete(m.acks, id)
 		if ok && c.Status != status.GoodSubscriptionTransferred { // Forget: it goes on elsewhere
 			m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), hdr: rollup(), pooled: true})
 		}
@@ -101,9 +102,26 @@ func (m *Mirror) subscriptionChanged(c subscription.Change) {
 	if !ok {
 		return
 	}
+	if c.Kind == subscription.ChangeAcknowledged {
+		// Rides with the subscription's next change: an acknowledgement a takeover misses
+		// only leaves a message the client has to Republish availability of, which the
+		// retransmission queue's bound removes; a message of its own would double the
+		// writes of a subscription in its steady state (one Sent, one Acknowledged).
+		m.acks[id] = append(m.acks[id], c.Sequence)
+		return
+	}
+	acks := m.acks[id]
+	delete(m.acks, id)
 	m.deltas[id]++
 	n := m.deltas[id]
-	m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgChange, n, c.EncodeBinary), pooled: true})
+	m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgChange, n, func(e *codec.Encoder) {
+		e.ArrayLength(len(acks)+1, false)
+		for _, seq := range acks {
+			ack := subscription.Change{Kind: subscription.ChangeAcknowledged, Subscription: id, Sequence: seq}
+			ack.EncodeBinary(e)
+		}
+		c.EncodeBinary(e)
+	}), pooled: true})
 	if n%snapshotEvery == 0 {
 		m.snaps[id] = true
 	}
@@ -121,6 +139,7 @@ func (m *Mirror) sessionKeyLocked(id codec.NodeId) string {
 // snapshotLocked queues rec as the snapshot of its subscription: it includes the changes
 // counted so far.
 func (m *Mirror) snapshotLocked(hash string, rec *subscription.SubscriptionRecord) {
+	delete(m.acks, rec.ID) // in the record already
 	n := m.deltas[rec.ID]
 	m.w.put(op{subject: m.subSubject(hash, rec.ID), plain: subMessage(msgSnapshot, n, rec.EncodeBinary), hdr: rollup(), pooled: true})
 }
@@ -267,18 +286,25 @@ func (m *Mirror) replay(scratch *subscription.Engine, msg jetstream.Msg, since m
 		if sm.n <= since[subject] {
 			return nil // in the snapshot already
 		}
-		return scratch.Apply(sm.change)
+		for _, c := range sm.changes {
+			if err := scratch.Apply(c); err != nil {
+				return err
+			}
+		}
 	}
 	return nil // a tombstone
 }
 
-// subMsg is a decoded message of <set>-subs: a snapshot's record or a change.
+// subMsg is a decoded message of <set>-subs: a snapshot's record or changes.
 type subMsg struct {
-	kind   byte
-	n      uint64
-	rec    *subscription.SubscriptionRecord
-	change subscription.Change
+	kind    byte
+	n       uint64
+	rec     *subscription.SubscriptionRecord
+	changes []subscription.Change
 }
+
+// minChange is the smallest encoded Change: format, kind, subscription.
+const minChange = 6
 
 // decodeSubMessage decodes the plain text of a message of <set>-subs.
 func decodeSubMessage(plain []byte) (subMsg, error) {
@@ -289,7 +315,16 @@ func decodeSubMessage(plain []byte) (subMsg, error) {
 		sm.rec = new(subscription.SubscriptionRecord)
 		sm.rec.DecodeBinary(d)
 	case msgChange:
-		sm.change.DecodeBinary(d)
+		k := d.ArrayLength(minChange)
+		if d.Err() == nil && k <= 0 {
+			d.Fail(status.BadDecodingError)
+		}
+		if k > 0 {
+			sm.changes = make([]subscription.Change, k)
+			for i := range sm.changes {
+				sm.changes[i].DecodeBinary(d)
+			}
+		}
 	case msgDeleted:
 	default:
 		d.Fail(status.BadDecodingError)

@@ -29,10 +29,20 @@ func TestSubMessageRoundTrip(t *testing.T) {
 
 	c := subscription.Change{Kind: subscription.ChangeSent, Subscription: rec.ID,
 		Message: ua.NotificationMessage{SequenceNumber: 5, PublishTime: codec.DateTime(1)}}
-	sm, err = decodeSubMessage(subMessage(msgChange, 8, c.EncodeBinary))
+	ack := subscription.Change{Kind: subscription.ChangeAcknowledged, Subscription: rec.ID, Sequence: 4}
+	changes := func(e *codec.Encoder) {
+		e.ArrayLength(2, false)
+		ack.EncodeBinary(e)
+		c.EncodeBinary(e)
+	}
+	sm, err = decodeSubMessage(subMessage(msgChange, 8, changes))
 	require.NoError(t, err)
 	require.Equal(t, msgChange, sm.kind)
-	require.Equal(t, c.Message.SequenceNumber, sm.change.Message.SequenceNumber)
+	require.Len(t, sm.changes, 2, "an acknowledgement rides with the next change")
+	require.EqualValues(t, 4, sm.changes[0].Sequence)
+	require.Equal(t, c.Message.SequenceNumber, sm.changes[1].Message.SequenceNumber)
+	_, err = decodeSubMessage(subMessage(msgChange, 8, func(e *codec.Encoder) { e.ArrayLength(0, false) }))
+	require.Error(t, err, "a message of no change")
 
 	_, err = decodeSubMessage(subMessage(9, 0, nil))
 	require.Error(t, err, "an unknown kind")
@@ -44,7 +54,7 @@ func TestSubMessageRoundTrip(t *testing.T) {
 func FuzzDecodeSubMessage(f *testing.F) {
 	f.Add(subMessage(msgSnapshot, 7, testRecord().EncodeBinary))
 	c := subscription.Change{Kind: subscription.ChangeAcknowledged, Subscription: 1, Sequence: 4}
-	f.Add(subMessage(msgChange, 1, c.EncodeBinary))
+	f.Add(subMessage(msgChange, 1, func(e *codec.Encoder) { e.ArrayLength(1, false); c.EncodeBinary(e) }))
 	f.Add(subMessage(msgDeleted, 0, nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = decodeSubMessage(b)
