@@ -266,8 +266,10 @@ func (r *result) row() report.Row {
 // measure runs one N against a fresh server.
 func measure(ctx context.Context, o options, n int, bin, dir string, id *uaserver.Identity, pol string, mode ua.MessageSecurityMode, prog *report.Progress, nats *uaserver.NATS, k int) (*result, error) {
 	limit := strconv.Itoa(n + 16)
+	// The Balanced profile keeps part of the channels for bootstrap, reconnect and
+	// control traffic (issue 18): twice the sessions leaves every session its channel.
 	sets := append([]string{
-		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + limit,
+		"limits.maxSessionCount=" + limit, "limits.maxChannelCount=" + strconv.Itoa(2*n+16),
 		"limits.maxSubscriptionCount=" + limit, "limits.maxQueuedRequestCount=" + strconv.Itoa(max(200, 2*n)),
 	}, uaserver.ManyClientsOneSource...)
 	if nats != nil {
