@@ -68,7 +68,10 @@ func TestStormSmoke(t *testing.T) {
 		require.Positive(t, get(rowReadRatio, cfg), cfg)
 		require.Positive(t, get(rowRSSBefore, cfg), cfg)
 		require.Positive(t, get(rowRSSRatio, cfg), cfg)
-		require.InDelta(t, 3.0, get(rowBaselineTook, cfg), 1.1, "the baseline, 2 s and then up to 4 s for GC cycles: %s", cfg)
+		// The baseline: 2 s, then GC counts a second apart until 4 s have passed; the last
+		// count may start just before 4 s and a loaded machine answers it late.
+		require.GreaterOrEqual(t, get(rowBaselineTook, cfg), 1.9, "the baseline, at least 2 s: %s", cfg)
+		require.LessOrEqual(t, get(rowBaselineTook, cfg), 5.5, "the baseline, at most 4 s and one more count: %s", cfg)
 		require.GreaterOrEqual(t, get(rowBaselineGCs, cfg), 0.0, cfg)
 		require.Positive(t, get(rowNotesBefore, cfg), cfg)
 		require.Equal(t, 20.0, get(rowCoopIn, cfg), cfg)
