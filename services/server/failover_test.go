@@ -315,7 +315,8 @@ func TestFailoverAfterNATSRestart(t *testing.T) {
 
 // TestFailoverKeepsQueuedEvents: events A queued for a subscription and had not sent yet
 // (its publishing interval is long) when it was killed reach the client from B, each
-// exactly once, with the events B raises after the move.
+// exactly once, with the events B raises after the move (at the subscription's next
+// publishing cycle).
 func TestFailoverKeepsQueuedEvents(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -363,7 +364,7 @@ func TestFailoverKeepsQueuedEvents(t *testing.T) {
 		mu   sync.Mutex // guards msgs
 		msgs []string
 	)
-	sub, err := cl.Subscribe(ctx, client.SubscriptionParams{Interval: 3 * time.Second, Notify: func(n *client.Notification) {
+	sub, err := cl.Subscribe(ctx, client.SubscriptionParams{Interval: 8 * time.Second, Notify: func(n *client.Notification) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range n.Events {
@@ -390,7 +391,8 @@ func TestFailoverKeepsQueuedEvents(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(msgs)
 	}
-	// The subscription's first cycle has passed: the next sends in 3 s.
+	// The subscription's first cycle has passed: the next sends in 8 s, long after the
+	// events are queued and A is killed, even on a loaded machine.
 	time.Sleep(200 * time.Millisecond)
 	for i := range 5 {
 		emit(cl, fmt.Sprintf("queued on A %d", i))
@@ -407,7 +409,7 @@ func TestFailoverKeepsQueuedEvents(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(msgs) >= 6
-	}, 15*time.Second, 20*time.Millisecond, "got %v", msgsNow())
+	}, 30*time.Second, 20*time.Millisecond, "got %v", msgsNow())
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{"queued on A 0", "queued on A 1", "queued on A 2", "queued on A 3", "queued on A 4", "queued on B"}, msgs)

@@ -131,7 +131,7 @@ const (
 	defaultMaxBytes = 1 << 30
 	// snapshotEvery is how many changes of a subscription are written before its next
 	// snapshot rolls the subject up: a takeover reads at most this many.
-	snapshotEvery = 64
+	snapshotEvery = 256
 	// sessionGrace is added to a session's timeout as its record's TTL, for a client
 	// that comes back at the last moment to find it.
 	sessionGrace = 30 * time.Second

@@ -224,7 +224,7 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	since := make(map[string]uint64) // per subject: the changes its snapshot includes
 	broken := make(map[uint32]bool)  // subscriptions whose stream does not replay
 	for {
-		msg, err := cons.Next(jetstream.FetchMaxWait(m.cfg.Timeout))
+		msg, err := next(ctx, cons, m.cfg.Timeout)
 		if err != nil {
 			return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
 		}
@@ -257,6 +257,22 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 		restored++
 	}
 	return restored, nil
+}
+
+// next reads the consumer's next message. A consumer just made on a NATS cluster may not
+// be in place on the server that answers yet ("no responders"): that is tried again.
+func next(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (jetstream.Msg, error) {
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		msg, err := cons.Next(jetstream.FetchMaxWait(wait))
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return msg, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
 }
 
 // subID is the subscription ID at the end of a subject of <set>-subs.

@@ -126,7 +126,11 @@ func (s *Server) adoptSession(ctx context.Context, cl *mirror.Claimed) status.Co
 	}
 	n, err := s.mirror.Restore(ctx, cl.Record.SessionID)
 	if err != nil {
+		// Without its subscriptions the session would go on with Publishes answered by
+		// nobody: it stays the set's, and the client tries again (BadServerTooBusy).
 		s.log.Warn("taking a session's subscriptions over", "session", cl.Record.SessionID, "restored", n, "err", err)
+		_ = s.sessions.Apply(&session.Change{Kind: session.Ended, End: session.Moved, Record: cl.Record})
+		return status.BadServerTooBusy
 	}
 	s.log.Info("session taken over from another server of the set", "session", cl.Record.SessionID, "subscriptions", n)
 	return status.Good
