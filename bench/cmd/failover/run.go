@@ -339,9 +339,7 @@ func measure(ctx context.Context, o options, set *redundantSet, d *dialer, prog 
 	prog.Stage("settling")
 	settleEnd := time.Now().Add(max(2*time.Second, 20*o.interval))
 	for ctx.Err() == nil {
-		for _, s := range sessions {
-			s.locate(set, o.kill)
-		}
+		locateAll(sessions, set, o.kill, max(time.Second, 10*o.interval))
 		if countNotCurrent(sessions, w) == 0 || !time.Now().Before(settleEnd) {
 			break
 		}
@@ -450,6 +448,30 @@ func countResumed(moved []movedSession) int {
 		}
 	}
 	return n
+}
+
+// locateAll locates every session (session.locate) at once, waiting at most bound: a
+// client that is still moving holds its lock for the whole move, and is left where it
+// was found last (nowhere, at first).
+func locateAll(sessions []*session, set *redundantSet, killed int, bound time.Duration) {
+	type place struct {
+		s     *session
+		where location
+	}
+	found := make(chan place, len(sessions))
+	for _, s := range sessions {
+		go func() { found <- place{s, s.find(set, killed)} }()
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for range sessions {
+		select {
+		case p := <-found:
+			p.s.location = p.where
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // closeAll closes the established sessions, a few at a time.

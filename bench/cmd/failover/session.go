@@ -30,11 +30,7 @@ type session struct {
 	sessionID  codec.NodeId
 	keepAlives uint64
 
-	// At the end (locate): the server the session is on (-1 for none or the killed
-	// one), its SessionId and its subscription's counts.
-	at    int
-	endID codec.NodeId
-	stats client.SubscriptionStats
+	location // at the end (locateAll)
 
 	mu sync.Mutex // guards seen, last, lastBefore, firstAfter, resumed
 	// seen[v] is set once the value v was delivered.
@@ -48,7 +44,7 @@ type session struct {
 }
 
 func newSession(home int, kill *atomic.Int64) *session {
-	return &session{home: home, kill: kill, last: -1, lastBefore: -1, firstAfter: -1}
+	return &session{home: home, kill: kill, last: -1, lastBefore: -1, firstAfter: -1, location: location{at: -1}}
 }
 
 // observe is the subscription's Notify: it runs on the subscription's goroutine, in
@@ -87,13 +83,21 @@ func (s *session) observe(n *client.Notification) {
 	}
 }
 
-// locate records where the session is at the end of the run and its counts.
-func (s *session) locate(set *redundantSet, killed int) {
-	s.at = set.index(s.c.URL())
-	if s.at == killed {
-		s.at = -1
+// location is where a session is at the end of the run: the server (-1 for none or the
+// killed one), its SessionId and its subscription's counts.
+type location struct {
+	at    int
+	endID codec.NodeId
+	stats client.SubscriptionStats
+}
+
+// find returns the session's location; it waits while the client is moving.
+func (s *session) find(set *redundantSet, killed int) location {
+	l := location{at: set.index(s.c.URL()), endID: s.c.SessionID(), stats: s.sub.Stats()}
+	if l.at == killed {
+		l.at = -1
 	}
-	s.endID, s.stats = s.c.SessionID(), s.sub.Stats()
+	return l
 }
 
 // noteKeepAlive marks the session resumed at now if it has heard a keep-alive since
