@@ -53,6 +53,8 @@ func TestFailoverSmoke(t *testing.T) {
 	require.Positive(t, set(rowWritten))
 	_, notResumed := r.Row(rowNotResumed)
 	require.False(t, notResumed)
+	_, unlocated := r.Row(rowUnlocated)
+	require.False(t, unlocated)
 
 	require.Equal(t, 2.0, get(rowSessionsBefore, serverColumn(0, 0)))
 	require.Zero(t, get(rowSessionsAfter, serverColumn(0, 0)))
@@ -135,7 +137,7 @@ func TestTally(t *testing.T) {
 		if resumed {
 			s.resumed = killedAt.Add(300 * time.Millisecond)
 		}
-		s.sessionID, s.endID = codec.NewNumericNodeId(1, 1), codec.NewNumericNodeId(1, 1)
+		s.sessionID, s.endID, s.located = codec.NewNumericNodeId(1, 1), codec.NewNumericNodeId(1, 1), true
 		return s
 	}
 	a := sess(0, 1, 4, 7, true, 1, 2, 3, 4, 7, 8, 9, 10) // gap 5, 6

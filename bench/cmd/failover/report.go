@@ -36,6 +36,7 @@ const (
 	rowSurvivorDrops = "survivors' own sessions that missed values"
 	rowSurvivorMiss  = "values the survivors' own sessions missed"
 	rowNotCurrent    = "sessions not at the current value after settling"
+	rowUnlocated     = "sessions still moving at the end (not located: no counts read)"
 	rowWritten       = "values written (to every live server)"
 	rowWriteFailed   = "writes failed or skipped"
 	rowBenchWarmCPU  = "bench process CPU in the warm-up (% of a core)"
@@ -120,6 +121,9 @@ func build(res *outcome) *report.Report {
 	set(rowSurvivorDrops, float64(res.survivorDrops))
 	set(rowSurvivorMiss, float64(res.survivorMiss))
 	set(rowNotCurrent, float64(res.notCurrent))
+	if res.unlocated > 0 {
+		set(rowUnlocated, float64(res.unlocated))
+	}
 	set(rowWritten, float64(res.written))
 	set(rowWriteFailed, float64(res.writeFailed+res.writeSkipped))
 	set(rowBenchWarmCPU, percentOfCore(res.benchWarmCPU, res.warm))

@@ -42,6 +42,7 @@ type outcome struct {
 	survivorDrops                         int           // of them, sessions that missed a value
 	survivorMiss                          int           // values they missed
 	notCurrent                            int           // sessions whose last value is not their server's last
+	unlocated                             int           // sessions whose client was still moving at the end
 	lost, recreated, republished, dropped uint64
 	written                               int32 // the last value written
 	writeFailed, writeSkipped             int
@@ -363,6 +364,9 @@ func tally(res *outcome, sessions []*session, w *writer, killed time.Time) {
 	o := res.o
 	res.notCurrent = countNotCurrent(sessions, w)
 	for _, s := range sessions {
+		if !s.located {
+			res.unlocated++
+		}
 		res.lost += s.stats.Lost
 		res.recreated += s.stats.Recreated
 		res.republished += s.stats.Republished
@@ -393,7 +397,7 @@ func tally(res *outcome, sessions []*session, w *writer, killed time.Time) {
 // from the first one in a message published after it are the survivor's, and the values
 // between are its gap.
 func (s *session) moved(killed int, written int32, w *writer, kill time.Time) movedSession {
-	m := movedSession{at: s.at, newSession: s.endID != s.sessionID}
+	m := movedSession{at: s.at, newSession: s.located && s.endID != s.sessionID}
 	s.mu.Lock()
 	lastBefore, firstAfter, resumed := s.lastBefore, s.firstAfter, s.resumed
 	s.mu.Unlock()

@@ -86,14 +86,15 @@ func (s *session) observe(n *client.Notification) {
 // location is where a session is at the end of the run: the server (-1 for none or the
 // killed one), its SessionId and its subscription's counts.
 type location struct {
-	at    int
-	endID codec.NodeId
-	stats client.SubscriptionStats
+	located bool // false: the client was still moving when the run ended
+	at      int
+	endID   codec.NodeId
+	stats   client.SubscriptionStats
 }
 
 // find returns the session's location; it waits while the client is moving.
 func (s *session) find(set *redundantSet, killed int) location {
-	l := location{at: set.index(s.c.URL()), endID: s.c.SessionID(), stats: s.sub.Stats()}
+	l := location{located: true, at: set.index(s.c.URL()), endID: s.c.SessionID(), stats: s.sub.Stats()}
 	if l.at == killed {
 		l.at = -1
 	}
