@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gopcua/opcua v0.8.0
+	github.com/nats-io/nats.go v1.55.0
 	github.com/stretchr/testify v1.12.1
 	uastack.dev/pkg v0.0.0
 	uastack.dev/tools v0.0.0

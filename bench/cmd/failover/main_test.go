@@ -64,6 +64,9 @@ func TestFailoverSmoke(t *testing.T) {
 	_, ok := after.Get(serverColumn(0, 0))
 	require.False(t, ok, "the killed server has no after")
 
+	require.Positive(t, get(rowNATSP50, "warm-up"), "the NATS probe wrote")
+	require.Zero(t, get(rowNATSErr, "warm-up"))
+
 	require.Len(t, r.Histograms, 1)
 	h := r.Histograms[0]
 	require.Equal(t, "failover", h.Name)

@@ -43,6 +43,10 @@ const (
 	rowBenchCPU      = "bench process CPU, kill to all resumed (% of a core)"
 	rowFailoverTook  = "kill to all resumed (s)"
 
+	rowNATSP50 = "NATS write p50 (ms; a KV put, replicated as the mirror's)"
+	rowNATSP99 = "NATS write p99 (ms)"
+	rowNATSErr = "NATS writes failed"
+
 	rowSessionsBefore = "sessions before the kill"
 	rowSessionsAfter  = "sessions after"
 	rowCPUWarm        = "CPU in the warm-up (% of a core)"
@@ -152,6 +156,18 @@ func build(res *outcome) *report.Report {
 	})
 	perServer(rowRSSBefore, func(_ int, u serverUse) (float64, bool) { return mib(u.rssBefore), true })
 	perServer(rowRSSAfter, func(i int, u serverUse) (float64, bool) { return mib(u.rssAfter), live(i) })
+
+	phaseNames := [phases]string{"warm-up", "kill to all resumed", "after"}
+	natsRow := func(name string, f func(ph int) float64) {
+		row := report.Row{Name: name}
+		for ph, col := range phaseNames {
+			row.Values = append(row.Values, report.Value{Name: col, Value: f(ph)})
+		}
+		r.Add(row)
+	}
+	natsRow(rowNATSP50, func(ph int) float64 { return ms(report.Percentiles(res.natsTook[ph], 0.5)[0]) })
+	natsRow(rowNATSP99, func(ph int) float64 { return ms(report.Percentiles(res.natsTook[ph], 0.99)[0]) })
+	natsRow(rowNATSErr, func(ph int) float64 { return float64(res.natsFails[ph]) })
 
 	verdict := func(ok bool) string {
 		if ok {

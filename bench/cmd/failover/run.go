@@ -33,8 +33,10 @@ type outcome struct {
 
 	warm, failover, after time.Duration // the windows: warm-up, kill to all resumed, after
 	servers               []serverUse
-	benchCPU              time.Duration // this process (NATS and clients) from the kill to all resumed
-	benchWarmCPU          time.Duration // and in the warm-up
+	benchCPU              time.Duration           // this process (NATS and clients) from the kill to all resumed
+	benchWarmCPU          time.Duration           // and in the warm-up
+	natsTook              [phases][]time.Duration // the NATS probe's writes, by phase
+	natsFails             [phases]int
 
 	moved                                 []movedSession
 	allMoved                              time.Duration // from the kill until every affected client was at a survivor; -1 if not
@@ -176,6 +178,16 @@ func measure(ctx context.Context, o options, set *redundantSet, d *dialer, prog 
 
 	// Warm-up: the counter runs; the servers' CPU is measured over it.
 	prog.Stage("warm-up")
+	probe, err := startNATSProbe(ctx, set.nats[len(set.nats)-1].ClientURL(), o.nats)
+	if err != nil {
+		return nil, fmt.Errorf("NATS probe: %w", err)
+	}
+	probing := true
+	defer func() {
+		if probing {
+			probe.finish()
+		}
+	}()
 	// cpus reads every running server's CPU time into the field point picks.
 	cpus := func(point func(*serverUse) *time.Duration) {
 		for i, srv := range set.servers {
@@ -229,6 +241,7 @@ func measure(ctx context.Context, o options, set *redundantSet, d *dialer, prog 
 		}
 		defer pprof.StopCPUProfile()
 	}
+	probe.enter(phaseFailover)
 	bench0 := proc.SelfCPU()
 	killed := time.Now()
 	gone, err := set.servers[o.kill].Kill(ctx)
@@ -295,6 +308,7 @@ func measure(ctx context.Context, o options, set *redundantSet, d *dialer, prog 
 	if o.profile != "" {
 		pprof.StopCPUProfile()
 	}
+	probe.enter(phaseAfter)
 	resumedAt := time.Now()
 	res.failover = resumedAt.Sub(killed)
 	res.benchCPU = proc.SelfCPU() - bench0
@@ -331,6 +345,8 @@ func measure(ctx context.Context, o options, set *redundantSet, d *dialer, prog 
 			res.servers[i].rssAfter, _ = proc.RSS(srv.Pid())
 		}
 	}
+	probing = false
+	res.natsTook, res.natsFails = probe.finish()
 	writing = false
 	res.written = w.finish()
 	res.writeFailed, res.writeSkipped = w.counts()
