@@ -167,8 +167,15 @@ func TestTally(t *testing.T) {
 	require.Equal(t, []int{0, 2, 2}, []int{res.servers[0].sessionsAfter, res.servers[1].sessionsAfter, res.servers[2].sessionsAfter})
 
 	r := build(res)
-	require.Contains(t, r.Markdown(), "MISSED (2 of 3 resumed")
+	require.Contains(t, r.Markdown(), "MISSED (2 of 3 resumed, p99 300 ms)")
+	_, ok := r.Row(rowP99)
+	require.True(t, ok)
 	row, _ := r.Row(rowGapTotal)
 	gap, _ := row.Get(colSet)
 	require.Equal(t, 2.0, gap)
+
+	r = build(&outcome{o: options{kill: 0}, servers: make([]serverUse, 3), moved: []movedSession{{at: -1}}})
+	_, ok = r.Row(rowP99)
+	require.False(t, ok, "no percentiles when no session resumed")
+	require.Contains(t, r.Markdown(), "MISSED (0 of 1 resumed, p99 none)")
 }

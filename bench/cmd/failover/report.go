@@ -101,10 +101,12 @@ func build(res *outcome) *report.Report {
 	set(rowSetupRate, float64(res.established)/max(res.setup.Seconds(), 1e-9))
 	set(rowAffected, float64(len(res.moved)))
 	set(rowResumed, float64(resumed))
-	set(rowP50, ms(p[0]))
-	set(rowP90, ms(p[1]))
-	set(rowP99, ms(p[2]))
-	set(rowMax, ms(p[3]))
+	if len(took) > 0 { // no percentiles of nothing
+		set(rowP50, ms(p[0]))
+		set(rowP90, ms(p[1]))
+		set(rowP99, ms(p[2]))
+		set(rowMax, ms(p[3]))
+	}
 	if res.allMoved >= 0 {
 		set(rowAllMoved, ms(res.allMoved))
 	}
@@ -176,8 +178,12 @@ func build(res *outcome) *report.Report {
 		return "MISSED"
 	}
 	allResumed := resumed == len(res.moved) && len(res.moved) > 0
-	r.Note("Bar: every moved session resumed, p99 failover time under %s: %s (%d of %d resumed, p99 %s ms).",
-		barFailoverP99, verdict(allResumed && p[2] < barFailoverP99), resumed, len(res.moved), report.FormatNumber(ms(p[2])))
+	p99 := "none"
+	if len(took) > 0 {
+		p99 = report.FormatNumber(ms(p[2])) + " ms"
+	}
+	r.Note("Bar: every moved session resumed, p99 failover time under %s: %s (%d of %d resumed, p99 %s).",
+		barFailoverP99, verdict(allResumed && p[2] < barFailoverP99), resumed, len(res.moved), p99)
 	r.Note("Bar: 0 notifications lost, 0 subscriptions created again, 0 sessions created anew, 0 values missed outside the gap: %s (%d, %d, %d, %d).",
 		verdict(res.lost == 0 && res.recreated == 0 && newSessions == 0 && missed == 0), res.lost, res.recreated, newSessions, missed)
 	r.Note("Bar: the survivors' own sessions miss no value, and every session ends at the current value: %s (%d values missed, %d sessions not current).",
