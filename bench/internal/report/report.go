@@ -75,6 +75,8 @@ type Report struct {
 	Rows    []Row     `json:"rows"`
 	Notes   []string  `json:"notes,omitempty"`
 	Charts  []Chart   `json:"charts,omitempty"`
+	// Histograms are distributions of one quantity each (histogram.go).
+	Histograms []Histogram `json:"histograms,omitempty"`
 }
 
 // New starts a Report for suite, recording the machine, the commit (if git is available) and
@@ -250,8 +252,8 @@ func FormatNumber(v float64) string {
 // JSON renders the report as indented JSON.
 func (r *Report) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
 
-// WriteAll writes <suite>.md, <suite>.json and one <chart>.svg per chart into dir, creating
-// it, and returns the paths written.
+// WriteAll writes <suite>.md, <suite>.json and one <name>.svg per chart and histogram into
+// dir, creating it, and returns the paths written.
 func (r *Report) WriteAll(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -277,6 +279,11 @@ func (r *Report) WriteAll(dir string) ([]string, error) {
 	}
 	for _, c := range r.Charts {
 		if err := write(c.Name+".svg", c.SVG()); err != nil {
+			return paths, err
+		}
+	}
+	for _, h := range r.Histograms {
+		if err := write(h.Name+".svg", h.SVG()); err != nil {
 			return paths, err
 		}
 	}

@@ -133,3 +133,61 @@ func TestMainEndsOnSIGTERM(t *testing.T) {
 	require.Equal(t, 1, ee.ExitCode(), "the suite failed with its context's error, not killed by the signal")
 	require.NoDirExists(t, dir)
 }
+
+// TestHistogram: values fall in round bins from zero, and the SVG is well-formed XML
+// with a bar per filled bin and the marks in its legend; WriteAll writes it.
+func TestHistogram(t *testing.T) {
+	t.Parallel()
+	values := []float64{0, 40, 90, 110, 120, 480, 1999}
+	h := NewHistogram("fail", "Failover <times>", "time (ms)", "sessions", values, 20)
+	require.Equal(t, 100.0, h.Width, "1999/20 rounds up to 100")
+	require.Len(t, h.Counts, 20)
+	require.Equal(t, 3, h.Counts[0])
+	require.Equal(t, 2, h.Counts[1])
+	require.Equal(t, 1, h.Counts[4])
+	require.Equal(t, 1, h.Counts[19])
+	sum := 0
+	for _, c := range h.Counts {
+		sum += c
+	}
+	require.Equal(t, len(values), sum)
+	h.Marks = []Mark{{Name: "p99", X: 1523.7}, {Name: "bar", X: 2000}}
+
+	r := New("demo")
+	r.AddHistogram(h)
+	dir := t.TempDir()
+	paths, err := r.WriteAll(dir)
+	require.NoError(t, err)
+	require.Contains(t, paths, filepath.Join(dir, "fail.svg"))
+	svg, err := os.ReadFile(filepath.Join(dir, "fail.svg"))
+	require.NoError(t, err)
+	dec := xml.NewDecoder(strings.NewReader(string(svg)))
+	bars := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			require.ErrorContains(t, err, "EOF")
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" && a.Value == "bin" {
+					bars++
+				}
+			}
+		}
+	}
+	require.Equal(t, 4, bars, "one bar per filled bin")
+	require.Contains(t, string(svg), "Failover &lt;times&gt;")
+	require.Contains(t, string(svg), ">p99 1,520<")
+	require.Contains(t, string(svg), ">bar 2,000<")
+	js, err := os.ReadFile(filepath.Join(dir, "demo.json"))
+	require.NoError(t, err)
+	var back Report
+	require.NoError(t, json.Unmarshal(js, &back))
+	require.Equal(t, r.Histograms, back.Histograms)
+
+	empty := NewHistogram("none", "", "", "", nil, 10)
+	require.Equal(t, []int{0}, empty.Counts)
+	require.NotEmpty(t, empty.SVG())
+}

@@ -202,6 +202,23 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // Logs returns what the server logged so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
+// Kill ends the server with SIGKILL, which it cannot catch: nothing is written on the way
+// out and its sockets are closed by the kernel. It returns once the process is gone,
+// with the time it was found gone, or when ctx ends.
+func (s *Server) Kill(ctx context.Context) (time.Time, error) {
+	var err error
+	s.once.Do(func() { err = s.cmd.Process.Kill() })
+	if err != nil {
+		return time.Time{}, err
+	}
+	select {
+	case <-s.done:
+		return time.Now(), nil
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
+	}
+}
+
 // Stop interrupts the server and waits for it, killing it after 10 s.
 func (s *Server) Stop() {
 	s.once.Do(func() {
