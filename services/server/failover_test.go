@@ -76,6 +76,58 @@ func childServer(t *testing.T, flags ...string) (string, *os.Process) {
 	}
 }
 
+// childSet are the flags of the servers of one test's redundant set: mirrored through
+// natsURLs into set cluster with a fresh key.
+type childSet struct {
+	t        *testing.T
+	natsURLs string
+	cluster  string
+	key      string
+	extra    []string // for every server
+}
+
+func newChildSet(t *testing.T, cluster string, natsURLs []string, extra ...string) *childSet {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return &childSet{t: t, natsURLs: strings.Join(natsURLs, ","), cluster: cluster, key: base64.StdEncoding.EncodeToString(k), extra: extra}
+}
+
+// start starts server name of the set as a child process, with flags added.
+func (cs *childSet) start(name string, flags ...string) (string, *os.Process) {
+	cs.t.Helper()
+	args := append([]string{"--pki", filepath.Join(cs.t.TempDir(), "pki"),
+		"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
+		"--set", "endpoint.hostnames=127.0.0.1",
+		"--set", "application.applicationUri=urn:127.0.0.1:uastack:" + cs.cluster + ":" + name,
+		"--set", "mirror.urls=" + cs.natsURLs, "--set", "mirror.cluster=" + cs.cluster, "--set", "mirror.key=" + cs.key}, cs.extra...)
+	return childServer(cs.t, append(args, flags...)...)
+}
+
+// metricsAddress returns a free loopback address for a server's /metrics.
+func metricsAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// metricOf reads metric name (no labels) from the /metrics at addr; "" when it cannot.
+func metricOf(addr, name string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // TestFailoverAfterKill is Part 4 §6.6.2's HotAndMirrored failover with the server
 // killed (SIGKILL, nothing written on the way out), the set mirrored through a cluster of
 // three NATS servers: a client with a subscription on A
@@ -98,20 +150,9 @@ func TestFailoverAfterKill(t *testing.T) {
 	for i, n := range cluster {
 		urls[i] = n.ClientURL()
 	}
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	key := base64.StdEncoding.EncodeToString(k)
-	server := func(name string) []string {
-		dir := t.TempDir()
-		return []string{"--pki", filepath.Join(dir, "pki"),
-			"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
-			"--set", "endpoint.hostnames=127.0.0.1",
-			"--set", "application.applicationUri=urn:127.0.0.1:uastack:kill:" + name,
-			"--set", "mirror.urls=" + strings.Join(urls, ","), "--set", "mirror.replicas=3",
-			"--set", "mirror.cluster=kill", "--set", "mirror.key=" + key}
-	}
-	urlA, procA := childServer(t, server("A")...)
-	urlB, _ := childServer(t, server("B")...)
+	set := newChildSet(t, "kill", urls, "--set", "mirror.replicas=3")
+	urlA, procA := set.start("A")
+	urlB, _ := set.start("B")
 
 	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
 	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
@@ -208,36 +249,11 @@ func TestFailoverAfterNATSRestart(t *testing.T) {
 	require.NoError(t, err)
 	natsCfg := nats.Config()
 	t.Cleanup(func() { nats.Shutdown() })
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	key := base64.StdEncoding.EncodeToString(k)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	metricsA := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	server := func(name string, extra ...string) []string {
-		return append([]string{"--pki", filepath.Join(t.TempDir(), "pki"),
-			"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
-			"--set", "endpoint.hostnames=127.0.0.1",
-			"--set", "application.applicationUri=urn:127.0.0.1:uastack:restart:" + name,
-			"--set", "mirror.urls=" + nats.ClientURL(), "--set", "mirror.cluster=restart", "--set", "mirror.key=" + key}, extra...)
-	}
-	urlA, procA := childServer(t, server("A", "--set", "observability.metricsAddr="+metricsA)...)
-	urlB, _ := childServer(t, server("B")...)
-	metric := func(name string) string {
-		resp, err := http.Get("http://" + metricsA + "/metrics")
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for l := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+" "); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	metricsA := metricsAddress(t)
+	set := newChildSet(t, "restart", []string{nats.ClientURL()})
+	urlA, procA := set.start("A", "--set", "observability.metricsAddr="+metricsA)
+	urlB, _ := set.start("B")
+	metric := func(name string) string { return metricOf(metricsA, name) }
 
 	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
 	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
@@ -324,36 +340,11 @@ func TestFailoverKeepsQueuedEvents(t *testing.T) {
 	nats, err := natsnode.Start(natsnode.Config{DataDir: filepath.Join(t.TempDir(), "nats")})
 	require.NoError(t, err)
 	t.Cleanup(nats.Shutdown)
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	key := base64.StdEncoding.EncodeToString(k)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	metricsA := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	server := func(name string, extra ...string) []string {
-		return append([]string{"--pki", filepath.Join(t.TempDir(), "pki"),
-			"--set", "endpoint.listenAddress=127.0.0.1:0", "--set", "endpoint.endpointUrl=opc.tcp://127.0.0.1:0",
-			"--set", "endpoint.hostnames=127.0.0.1",
-			"--set", "application.applicationUri=urn:127.0.0.1:uastack:events:" + name,
-			"--set", "mirror.urls=" + nats.ClientURL(), "--set", "mirror.cluster=events", "--set", "mirror.key=" + key}, extra...)
-	}
-	urlA, procA := childServer(t, server("A", "--set", "observability.metricsAddr="+metricsA)...)
-	urlB, _ := childServer(t, server("B")...)
-	pending := func() string {
-		resp, err := http.Get("http://" + metricsA + "/metrics")
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for l := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "uastack_mirror_pending "); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	metricsA := metricsAddress(t)
+	set := newChildSet(t, "events", []string{nats.ClientURL()})
+	urlA, procA := set.start("A", "--set", "observability.metricsAddr="+metricsA)
+	urlB, _ := set.start("B")
+	pending := func() string { return metricOf(metricsA, "uastack_mirror_pending") }
 
 	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
 	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
