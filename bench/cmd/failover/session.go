@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"uastack.dev/bench/internal/load"
 	"uastack.dev/bench/internal/uaserver"
 	"uastack.dev/pkg/client"
 	"uastack.dev/pkg/codec"
-	"uastack.dev/pkg/status"
-	"uastack.dev/pkg/transport/uacp"
 )
 
 // demoNode is the variable every session monitors and the bench writes.
@@ -176,7 +174,7 @@ func (d *dialer) dial(ctx context.Context, home, k int, failover bool, extra ...
 		opts = append(opts, client.Failover(d.failoverList(home, k)...))
 	}
 	var c *client.Client
-	err := patiently(ctx, func() (err error) {
+	err := load.Patiently(ctx, func() (err error) {
 		c, err = client.Dial(ctx, d.urls[home], opts...)
 		return err
 	})
@@ -203,47 +201,4 @@ func (d *dialer) establish(ctx context.Context, s *session, k int) error {
 	}
 	s.c, s.sub = c, sub
 	return nil
-}
-
-// patientTries bounds the tries of patiently.
-const patientTries = 40
-
-// patiently runs f until it succeeds, fails for another reason than a busy or full
-// server, has tried patientTries times or ctx ends, waiting between tries as
-// pkg/client's default Backoff does: establishing 1,000 secured sessions, the bench is
-// a cooperative client that a server's admission may turn away for a moment.
-func patiently(ctx context.Context, f func() error) error {
-	var b client.Backoff
-	for n := 0; ; n++ {
-		err := f()
-		if err == nil || !busy(err) || n+1 >= patientTries {
-			return err
-		}
-		t := time.NewTimer(b.Delay(n, 0))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(err, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-// busy reports whether err is a refusal that asks the client to come back later.
-func busy(err error) bool {
-	var code status.Code
-	var ue *uacp.Error
-	switch {
-	case errors.As(err, &ue):
-		code = ue.Code
-	case errors.As(err, &code):
-	default:
-		return false
-	}
-	switch code.Sub() {
-	case status.BadTcpServerTooBusy, status.BadTcpNotEnoughResources, status.BadServerTooBusy,
-		status.BadTooManySessions, status.BadConnectionClosed:
-		return true
-	}
-	return false
 }

@@ -18,6 +18,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,18 +94,9 @@ type result struct {
 // run starts the server, sets the sessions up and measures one window, once per
 // configuration of -mirror.
 func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error) {
-	var configs []bool // mirrored or not, in order
-	switch o.mirror {
-	case "off", "":
-		configs = []bool{false}
-	case "on":
-		configs = []bool{true}
-	case "ab":
-		for range max(o.rounds, 1) {
-			configs = append(configs, false, true)
-		}
-	default:
-		return nil, fmt.Errorf("-mirror: want off, on or ab, got %q", o.mirror)
+	configs, err := uaserver.MirrorRuns(o.mirror, o.rounds)
+	if err != nil {
+		return nil, err
 	}
 	pol, mode, err := load.SecurityOf(o.security)
 	if err != nil {
@@ -121,7 +113,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 	}
 	defer id.PKI.Close()
 	var natsBin string
-	if o.mirror == "on" || o.mirror == "ab" {
+	if slices.Contains(configs, true) {
 		if natsBin, err = uaserver.BuildMirror(ctx, dir); err != nil {
 			return nil, err
 		}
@@ -146,7 +138,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 		// Every item sees every change of its node.
 		made := float64(res.cycles) * float64(total) / res.window.Seconds()
 		name := fmt.Sprintf("%d sessions × %d items on %d nodes, %v", o.sessions, o.items, o.nodes, o.change)
-		if o.mirror == "on" || o.mirror == "ab" {
+		if slices.Contains(configs, true) {
 			name += map[bool]string{false: ", mirror off", true: ", mirror on"}[mirrored]
 		}
 		row := report.Row{Name: name, Values: []report.Value{

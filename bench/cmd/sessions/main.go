@@ -21,6 +21,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,21 +104,12 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 	r := report.New("sessions")
 	prog := report.NewProgress(o.quiet)
 	defer prog.Done()
-	var configs []bool // mirrored or not, in order, for each N
-	switch o.mirror {
-	case "off", "":
-		configs = []bool{false}
-	case "on":
-		configs = []bool{true}
-	case "ab":
-		for range max(o.rounds, 1) {
-			configs = append(configs, false, true)
-		}
-	default:
-		return r, fmt.Errorf("-mirror: want off, on or ab, got %q", o.mirror)
+	configs, err := uaserver.MirrorRuns(o.mirror, o.rounds) // for each N
+	if err != nil {
+		return r, err
 	}
 	var natsBin string
-	if o.mirror == "on" || o.mirror == "ab" {
+	if slices.Contains(configs, true) {
 		if natsBin, err = uaserver.BuildMirror(ctx, dir); err != nil {
 			return r, err
 		}
@@ -144,7 +136,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*report.Report, error)
 			if err != nil {
 				return r, fmt.Errorf("%d sessions: %w", n, err)
 			}
-			if o.mirror == "on" || o.mirror == "ab" {
+			if slices.Contains(configs, true) {
 				res.name = fmt.Sprintf("N=%d, mirror %s", n, map[bool]string{false: "off", true: "on"}[mirrored])
 			}
 			perSession[mirrored] = append(perSession[mirrored], (res.up.CPU-res.base.CPU).Seconds()/float64(max(res.established, 1)))

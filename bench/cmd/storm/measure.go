@@ -178,7 +178,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	}
 	targets := make([]*load.Target, len(ids.apps))
 	for i, id := range ids.apps {
-		if err := patiently(ctx, func() (err error) {
+		if err := load.Patiently(ctx, func() (err error) {
 			targets[i], err = load.NewTarget(ctx, srv.URL, pol, mode, id)
 			return err
 		}); err != nil {
@@ -187,7 +187,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 	}
 	node := codec.NewStringNodeId(1, "Demo.Scalar_Double")
 	var control *load.Session
-	if err := patiently(ctx, func() (err error) {
+	if err := load.Patiently(ctx, func() (err error) {
 		control, err = load.DialAs(ctx, targets[0], load.Conn{Local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}})
 		return err
 	}); err != nil {
@@ -232,7 +232,7 @@ func measure(ctx context.Context, o options, cfg serverConfig, bin, dir string, 
 			for i := int(next.Add(1)) - 1; i < o.sessions && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
 				how := load.Conn{Local: &net.TCPAddr{IP: loopback(1, i/o.perSource)}}
 				var s *load.Session
-				err := patiently(ctx, func() error {
+				err := load.Patiently(ctx, func() error {
 					sctx, cancel := context.WithTimeout(ctx, time.Minute)
 					defer cancel()
 					var err error

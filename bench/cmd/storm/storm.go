@@ -190,7 +190,7 @@ func newStorm(ctx context.Context, p plan) (*storm, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := patiently(sctx, func() (err error) {
+	if err := load.Patiently(sctx, func() (err error) {
 		st.rudeTarget, err = load.NewTarget(sctx, p.URL, pol, mode, st.rudeID)
 		return err
 	}); err != nil {
@@ -198,7 +198,7 @@ func newStorm(ctx context.Context, p plan) (*storm, error) {
 		return nil, err
 	}
 	cache := client.NewEndpointCache()
-	if err := patiently(sctx, func() error {
+	if err := load.Patiently(sctx, func() error {
 		_, err := cache.Get(sctx, p.URL)
 		return err
 	}); err != nil {

@@ -88,3 +88,22 @@ func (n *NATS) Stop() {
 	_ = n.cmd.Process.Kill()
 	_ = n.cmd.Wait()
 }
+
+// MirrorRuns turns a suite's -mirror flag into the runs to make, mirrored or not, in
+// order: "off" (or "") one alone, "on" one mirrored, "ab" rounds pairs of both,
+// alternating so that the machine's drift falls on both alike.
+func MirrorRuns(mode string, rounds int) ([]bool, error) {
+	switch mode {
+	case "off", "":
+		return []bool{false}, nil
+	case "on":
+		return []bool{true}, nil
+	case "ab":
+		var runs []bool
+		for range max(rounds, 1) {
+			runs = append(runs, false, true)
+		}
+		return runs, nil
+	}
+	return nil, fmt.Errorf("-mirror: want off, on or ab, got %q", mode)
+}

@@ -1,4 +1,4 @@
-package main
+package load
 
 import (
 	"context"
@@ -10,31 +10,35 @@ import (
 	"uastack.dev/pkg/transport/uacp"
 )
 
-// patientTries bounds the tries of patiently.
+// patientTries bounds the tries of Patiently.
 const patientTries = 40
 
-// patiently runs f until it succeeds, fails for another reason than a busy or full server,
-// has tried patientTries times or ctx ends, waiting between tries as pkg/client's Backoff
-// does (its defaults: 100 ms doubling up to 10 s, with jitter). The bench's own clients,
-// the established sessions and the set-up of the storm process, are cooperative too: a
-// server whose admission turns them away for a moment must not fail the run.
-func patiently(ctx context.Context, f func() error) error {
+// Patiently runs f until it succeeds, fails for another reason than a busy or full
+// server (Busy), has tried 40 times or ctx ends, waiting between tries as pkg/client's
+// default Backoff does (100 ms doubling up to 10 s, with jitter). A bench's own clients
+// are cooperative: a server whose admission turns them away for a moment must not fail
+// the run.
+func Patiently(ctx context.Context, f func() error) error {
 	var b client.Backoff
 	for n := 0; ; n++ {
 		err := f()
-		if err == nil || !busy(err) || n+1 >= patientTries {
+		if err == nil || !Busy(err) || n+1 >= patientTries {
 			return err
 		}
-		if !sleepUntil(ctx, time.Now().Add(b.Delay(n, 0))) {
+		t := time.NewTimer(b.Delay(n, 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			return errors.Join(err, ctx.Err())
+		case <-t.C:
 		}
 	}
 }
 
-// busy reports whether err is a refusal that asks the client to come back later: the
+// Busy reports whether err is a refusal that asks the client to come back later: the
 // server or its listener is busy or full, or it closed the connection unanswered (a
 // listener that refuses more connections at once than it answers).
-func busy(err error) bool {
+func Busy(err error) bool {
 	var code status.Code
 	var ue *uacp.Error
 	switch {
