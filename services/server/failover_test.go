@@ -103,6 +103,25 @@ func (cs *childSet) start(name string, flags ...string) (string, *os.Process) {
 	return childServer(cs.t, append(args, flags...)...)
 }
 
+// setClients dials, over None, the client under test on A with the set as its Failover
+// list and a bounded backoff (a move starts once A refuses), and a writer on each
+// server; A's writer gives up at once when A is gone. They close with the test.
+func setClients(t *testing.T, ctx context.Context, urlA, urlB string) (cl, wa, wb *client.Client) {
+	t.Helper()
+	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
+	dial := func(url string, opts ...client.Option) *client.Client {
+		c, err := client.Dial(ctx, url, append([]client.Option{none}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		return c
+	}
+	cl = dial(urlA, client.Failover(urlA, urlB),
+		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))
+	wa = dial(urlA, client.WithBackoff(client.Backoff{Attempts: 1}))
+	wb = dial(urlB)
+	return cl, wa, wb
+}
+
 // metricsAddress returns a free loopback address for a server's /metrics.
 func metricsAddress(t *testing.T) string {
 	t.Helper()
@@ -154,16 +173,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	urlA, procA := set.start("A")
 	urlB, _ := set.start("B")
 
-	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
-	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
-		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))
-	require.NoError(t, err)
-	defer cl.Close(context.Background())
-	wa, err := client.Dial(ctx, urlA, none, client.WithBackoff(client.Backoff{Attempts: 1}))
-	require.NoError(t, err)
-	wb, err := client.Dial(ctx, urlB, none)
-	require.NoError(t, err)
-	defer wb.Close(context.Background())
+	cl, wa, wb := setClients(t, ctx, urlA, urlB)
 
 	node := codec.NewStringNodeId(1, "Demo.Scalar_Int32")
 	_, err = wa.WriteValue(ctx, node, codec.Int32Variant(0))
@@ -255,16 +265,7 @@ func TestFailoverAfterNATSRestart(t *testing.T) {
 	urlB, _ := set.start("B")
 	metric := func(name string) string { return metricOf(metricsA, name) }
 
-	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
-	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
-		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))
-	require.NoError(t, err)
-	defer cl.Close(context.Background())
-	wa, err := client.Dial(ctx, urlA, none, client.WithBackoff(client.Backoff{Attempts: 1}))
-	require.NoError(t, err)
-	wb, err := client.Dial(ctx, urlB, none)
-	require.NoError(t, err)
-	defer wb.Close(context.Background())
+	cl, wa, wb := setClients(t, ctx, urlA, urlB)
 	node := codec.NewStringNodeId(1, "Demo.Scalar_Int32")
 	var (
 		mu   sync.Mutex // guards vals
@@ -346,11 +347,7 @@ func TestFailoverKeepsQueuedEvents(t *testing.T) {
 	urlB, _ := set.start("B")
 	pending := func() string { return metricOf(metricsA, "uastack_mirror_pending") }
 
-	none := client.Security(policy.URINone, ua.MessageSecurityModeNone)
-	cl, err := client.Dial(ctx, urlA, none, client.Failover(urlA, urlB),
-		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))
-	require.NoError(t, err)
-	defer cl.Close(context.Background())
+	cl, _, _ := setClients(t, ctx, urlA, urlB)
 	var (
 		mu   sync.Mutex // guards msgs
 		msgs []string

@@ -50,9 +50,8 @@ func (m *Mirror) ContinuationTaken(session codec.NodeId, cp []byte) {
 
 // purgeHeader marks a KV message that removes its key and its history.
 func purgeHeader() nats.Header {
-	h := nats.Header{}
+	h := rollup()
 	h.Set("KV-Operation", "PURGE")
-	h.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	return h
 }
 
@@ -70,9 +69,8 @@ func (m *Mirror) Continuation(ctx context.Context, session codec.NodeId, cp []by
 		}
 		return nil, 0, false
 	}
-	plain, err := m.seal.open(key, entry.Value())
+	plain, err := m.open("continuation point", key, entry.Value())
 	if err != nil {
-		m.log.Error("a continuation point of the set does not open: is mirror.key the same on every server?", "key", key, "err", err)
 		return nil, 0, false
 	}
 	refs, perNode, err = decodeContinuation(plain)

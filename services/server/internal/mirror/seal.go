@@ -64,3 +64,14 @@ func (s *sealer) open(where string, sealed []byte) ([]byte, error) {
 	}
 	return plain, nil
 }
+
+// open opens a record of the set kept at where, a what ("session record"); one that does
+// not open is logged, saying what to check: records that do not open are a
+// configuration error, not noise.
+func (m *Mirror) open(what, where string, sealed []byte) ([]byte, error) {
+	plain, err := m.seal.open(where, sealed)
+	if err != nil {
+		m.log.Error("a "+what+" of the set does not open: is mirror.key the same on every server?", "where", where, "err", err)
+	}
+	return plain, err
+}

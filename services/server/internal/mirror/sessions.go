@@ -56,7 +56,12 @@ func decodeEnvelope(b []byte) (envelope, error) {
 func hashOf(id codec.NodeId) string {
 	e := codec.NewEncoder(make([]byte, 0, 64))
 	e.NodeId(id)
-	sum := sha256.Sum256(e.Bytes())
+	return hashHex(e.Bytes())
+}
+
+// hashHex is the key of b: the first half of its SHA-256, in hex.
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -170,11 +175,10 @@ func (m *Mirror) writeSession(o *op) error {
 	m.mu.Lock()
 	rev, rec, creator := o.own.rev, o.own.rec, o.own.creator
 	m.mu.Unlock()
-	msg := &nats.Msg{Subject: m.sessionSubject(o.session), Header: nats.Header{}}
+	msg := &nats.Msg{Subject: m.sessionSubject(o.session)}
 	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
 	if o.purge {
-		msg.Header.Set("KV-Operation", "PURGE")
-		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		msg.Header = purgeHeader()
 	} else {
 		env := envelope{node: m.node, creator: creator, rec: rec}
 		msg.Data = m.seal.seal(o.session, env.encode())
@@ -241,9 +245,8 @@ func (m *Mirror) Claim(ctx context.Context, token codec.NodeId) (*Claimed, error
 	if err != nil {
 		return nil, fmt.Errorf("mirror: reading session %s: %w", key, err)
 	}
-	plain, err := m.seal.open(key, entry.Value())
+	plain, err := m.open("session record", key, entry.Value())
 	if err != nil {
-		m.log.Error("a session record of the set does not open: is mirror.key the same on every server?", "key", key, "err", err)
 		return nil, err
 	}
 	env, err := decodeEnvelope(plain)
@@ -303,9 +306,8 @@ func (m *Mirror) sessionWritten(entry jetstream.KeyValueEntry) {
 	if o == nil {
 		return
 	}
-	plain, err := m.seal.open(entry.Key(), entry.Value())
+	plain, err := m.open("session record", entry.Key(), entry.Value())
 	if err != nil {
-		m.log.Error("a session record of the set does not open: is mirror.key the same on every server?", "key", entry.Key(), "err", err)
 		return
 	}
 	env, err := decodeEnvelope(plain)

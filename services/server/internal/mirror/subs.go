@@ -285,9 +285,8 @@ func subID(subject string) (uint32, bool) {
 // replay applies one message of <set>-subs to the scratch engine.
 func (m *Mirror) replay(scratch *subscription.Engine, msg jetstream.Msg, since map[string]uint64) error {
 	subject := msg.Subject()
-	plain, err := m.seal.open(subject, msg.Data())
+	plain, err := m.open("subscription record", subject, msg.Data())
 	if err != nil {
-		m.log.Error("a subscription record of the set does not open: is mirror.key the same on every server?", "subject", subject, "err", err)
 		return err
 	}
 	sm, err := decodeSubMessage(plain)

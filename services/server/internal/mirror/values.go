@@ -2,8 +2,6 @@ package mirror
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,8 +34,7 @@ func valueKey(uri string, node codec.NodeId) string {
 	e := codec.NewEncoder(make([]byte, 0, 64))
 	e.String(uri)
 	e.NodeId(node.InNamespace(0))
-	sum := sha256.Sum256(e.Bytes())
-	return hex.EncodeToString(sum[:16])
+	return hashHex(e.Bytes())
 }
 
 // encodeValue encodes a value record: the server that wrote it, the namespace URI, the
@@ -119,9 +116,8 @@ func (m *Mirror) watchValues() error {
 // valueWritten applies one value of <set>-values: another server's, or any while the
 // watch delivers what was written before this server started.
 func (m *Mirror) valueWritten(entry jetstream.KeyValueEntry, initial bool) {
-	plain, err := m.seal.open(entry.Key(), entry.Value())
+	plain, err := m.open("value record", entry.Key(), entry.Value())
 	if err != nil {
-		m.log.Error("a value record of the set does not open: is mirror.key the same on every server?", "key", entry.Key(), "err", err)
 		return
 	}
 	origin, uri, node, dv, err := decodeValue(plain)

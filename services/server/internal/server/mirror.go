@@ -208,10 +208,10 @@ func (s *Server) mirroredValues() *mirror.Values {
 	mirrored := func(uri string) bool { return slices.Contains(uris, uri) }
 	return &mirror.Values{
 		URI: func(ns uint16) string {
-			if all := s.space.Namespaces(); int(ns) < len(all) && mirrored(all[ns]) {
-				return all[ns]
+			if !s.mirrorsNamespace(ns) {
+				return ""
 			}
-			return ""
+			return s.space.Namespaces()[ns]
 		},
 		Index: func(uri string) (uint16, bool) {
 			if !mirrored(uri) {
@@ -235,8 +235,7 @@ func (s *Server) mirrorWrites(ctx context.Context, op *nodemgr.WriteOp) {
 	var rvs []ua.ReadValueId
 	for i := range op.Items {
 		w := &op.Items[i]
-		if op.Results[i] == status.Good && w.AttributeId == uint32(attr.Value) && s.cfg.Mirror.Namespaces != nil &&
-			s.mirrorsNamespace(w.NodeId.Namespace()) {
+		if op.Results[i] == status.Good && w.AttributeId == uint32(attr.Value) && s.mirrorsNamespace(w.NodeId.Namespace()) {
 			rvs = append(rvs, ua.ReadValueId{NodeId: w.NodeId, AttributeId: uint32(attr.Value)})
 		}
 	}

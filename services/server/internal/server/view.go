@@ -42,7 +42,7 @@ func (s *Server) browse(r *pipeline.Request[*conn], m *ua.BrowseRequest) {
 // exceeds perNode (0: no limit) in continuation points of the session.
 func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []nodemgr.BrowseResult, perNode int) codec.Structure {
 	results := make([]ua.BrowseResult, len(found))
-	var kept keptPoints
+	kept := keptPoints{on: s.mirror != nil}
 	code := s.sessions.Active(h.AuthenticationToken, channelID, func(sess *session.Session) status.Code {
 		kept.of(sess)
 		for i, r := range found {
@@ -72,6 +72,7 @@ func (s *Server) browseResponse(h ua.RequestHeader, channelID uint32, found []no
 // redundant set (mirror.ContinuationSaved): collected under the table's lock, written
 // after it.
 type keptPoints struct {
+	on      bool // the server mirrors: without a mirror nothing is collected
 	session codec.NodeId
 	timeout time.Duration
 	saves   []savedPoint
@@ -87,13 +88,21 @@ type savedPoint struct {
 func (k *keptPoints) of(sess *session.Session) { k.session, k.timeout = sess.ID(), sess.Timeout() }
 
 func (k *keptPoints) saved(cp []byte, refs []ua.ReferenceDescription, perNode int) {
-	k.saves = append(k.saves, savedPoint{cp, refs, perNode})
+	if k.on {
+		k.saves = append(k.saves, savedPoint{cp, refs, perNode})
+	}
+}
+
+func (k *keptPoints) took(cp []byte) {
+	if k.on {
+		k.taken = append(k.taken, cp)
+	}
 }
 
 // keepPoints writes k to the set and waits until it is kept, so that a client that moves
 // goes on browsing there. Without a mirror it does nothing.
 func (s *Server) keepPoints(k *keptPoints) {
-	if s.mirror == nil || len(k.saves)+len(k.taken) == 0 {
+	if len(k.saves)+len(k.taken) == 0 {
 		return
 	}
 	for _, p := range k.saves {
@@ -115,7 +124,7 @@ func (s *Server) browseNext(r *pipeline.Request[*conn], m *ua.BrowseNextRequest)
 		return r.Fault(code)
 	}
 	results := make([]ua.BrowseResult, len(m.ContinuationPoints))
-	var kept keptPoints
+	kept := keptPoints{on: s.mirror != nil}
 	var unknown []int // points this server does not hold: another server of the set may
 	code := s.sessions.Active(r.Header.AuthenticationToken, r.Req.Channel.ID(), func(sess *session.Session) status.Code {
 		kept.of(sess)
@@ -126,7 +135,7 @@ func (s *Server) browseNext(r *pipeline.Request[*conn], m *ua.BrowseNextRequest)
 				unknown = append(unknown, i)
 				continue
 			}
-			kept.taken = append(kept.taken, cp)
+			kept.took(cp)
 			s.nextReferences(sess, &results[i], refs, perNode, m.ReleaseContinuationPoints, &kept)
 		}
 		return status.Good
