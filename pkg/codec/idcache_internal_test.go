@@ -21,7 +21,9 @@ func TestIDCacheGrows(t *testing.T) {
 	}
 	require.Len(t, c.slots, idFirstSlots, "three identifiers need no more slots")
 
-	ids := make([]string, 2000)
+	// Enough that every set of the full cache gets four: with 2,000, about one run in 60
+	// left a set of the 128 with three.
+	ids := make([]string, 10000)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("Plant.Line%d.Value", i)
 	}
