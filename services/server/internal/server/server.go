@@ -8,17 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/pki"
-	"uastack.dev/pkg/status"
-	"uastack.dev/pkg/transport/policy"
-	"uastack.dev/pkg/transport/uacp"
 	"uastack.dev/pkg/transport/uasc"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
@@ -319,60 +314,6 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	return s, nil
 }
 
-// uacpConfig is the connection protocol configuration of cfg.
-func uacpConfig(cfg *config.Config) uacp.ServerConfig {
-	return uacp.ServerConfig{
-		Limits: uacp.Limits{
-			ReceiveBufferSize: uint32(cfg.Encoding.ReceiveBufferSize),
-			SendBufferSize:    uint32(cfg.Encoding.SendBufferSize),
-			MaxMessageSize:    uint32(cfg.Encoding.MaxMessageSize),
-			MaxChunkCount:     uint32(cfg.Encoding.MaxChunkCount),
-		},
-		// transport deadlines
-		HelloTimeout: cfg.Limits.HandshakeTimeout,
-		ChunkTimeout: noBound(cfg.Limits.ChunkTimeout),
-		WriteTimeout: noBound(cfg.Limits.WriteTimeout),
-	}
-}
-
-// reassemblyBudget is the budget of limits.maxRetainedBytes, uasc's default for a
-// configuration that names none.
-func reassemblyBudget(cfg *config.Config) *uasc.Budget {
-	if cfg.Limits.MaxRetainedBytes <= 0 {
-		return uasc.NewBudget(uasc.DefaultBudget)
-	}
-	return uasc.NewBudget(int64(cfg.Limits.MaxRetainedBytes))
-}
-
-// retainedPerChannel is one channel's share of the reassembly budget: the
-// limits.maxRetainedBytesPerChannel in force (under SharedOnly the whole budget), uasc's
-// default for a configuration that names none.
-func retainedPerChannel(cfg *config.Config) int {
-	if share := cfg.Limits.RetainedPerChannelInForce(); share > 0 {
-		return share
-	}
-	if cfg.Limits.SharedOnly() {
-		return uasc.DefaultBudget
-	}
-	return uasc.DefaultMaxRetainedPerChannel
-}
-
-// maxRequestMessageSize is the largest request the channels accept, as their Acknowledge
-// offers it: encoding.maxMessageSize, or a channel's share of the reassembly budget when
-// that is smaller.
-func maxRequestMessageSize(cfg *config.Config) uint32 {
-	return uint32(min(cfg.Encoding.MaxMessageSize, retainedPerChannel(cfg)))
-}
-
-// noBound turns a setting's 0, no bound, into the transport's negative; zero there
-// means its default.
-func noBound(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
 // refused logs and counts a connection the accept loop turned away before reading it
 // (limits.maxChannelCount, or the admission: its refusals are logged by
 // admissionRejected).
@@ -555,144 +496,3 @@ func (s *Server) Close() error {
 
 // telemetryTimeout bounds the last OTLP push when the server closes.
 const telemetryTimeout = 5 * time.Second
-
-// timedService is the answer-time histogram of the service whose requests are of type ti.
-type timedService struct {
-	ti *codec.TypeInfo
-	h  *telemetry.ServiceLatency
-}
-
-// maxTimedID bounds the ids of the request encodings the service table may hold: the
-// standard ones are below 1000.
-const maxTimedID = 4096
-
-// timedServices returns the histogram of each row of table in latency ("Read" for
-// ReadRequest), at the numeric id of the row's binary encoding.
-func timedServices(table []pipeline.Service[*conn], latency *telemetry.Latency) ([]timedService, error) {
-	var byID []timedService
-	for _, row := range table {
-		ti := row.Request.TypeInfo()
-		id := ti.BinaryEncoding.IntID()
-		if ti.BinaryEncoding.Namespace() != 0 || id >= maxTimedID {
-			return nil, fmt.Errorf("service table: %s has no standard encoding id", ti.Name)
-		}
-		if int(id) >= len(byID) {
-			byID = append(byID, make([]timedService, int(id)+1-len(byID))...)
-		}
-		byID[id] = timedService{ti: ti, h: latency.Service(strings.TrimSuffix(ti.Name, "Request"))}
-	}
-	return byID, nil
-}
-
-// served records the answer time of req, from its arrival to its answer handed to the
-// channel, in its service's histogram (pipeline.Config.Served). On the real clock it
-// costs one monotonic clock reading.
-func (s *Server) served(req uasc.Request) {
-	ti := req.Message.TypeInfo()
-	id := int(ti.BinaryEncoding.IntID())
-	if id >= len(s.latency) || s.latency[id].ti != ti || req.Received.IsZero() {
-		return
-	}
-	h := s.latency[id].h
-	var d time.Duration
-	if s.realClock {
-		d = time.Since(req.Received)
-	} else {
-		d = s.now().Sub(req.Received)
-	}
-	var channel uint32
-	if req.Channel != nil {
-		channel = req.Channel.ID()
-	}
-	h.Record(channel, d)
-}
-
-// buildInfo describes this build (Part 5 §12.4).
-func (s *Server) buildInfo() ua.BuildInfo {
-	bi := ua.BuildInfo{
-		ProductUri:       s.cfg.Application.ProductURI,
-		ManufacturerName: "uastack",
-		ProductName:      s.cfg.Application.ApplicationName,
-		SoftwareVersion:  "(devel)",
-		BuildDate:        s.startTime,
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v := info.Main.Version; v != "" {
-			bi.SoftwareVersion = v
-		}
-		for _, kv := range info.Settings {
-			if kv.Key == "vcs.revision" {
-				bi.BuildNumber = kv.Value
-			}
-		}
-	}
-	return bi
-}
-
-// initServerObject sets the values of the Server object that the server owns
-// (Part 5 §6.3.1): NamespaceArray, ServerArray and ServerStatus, whose CurrentTime and
-// whole-structure value are computed at read time.
-func (s *Server) initServerObject() error {
-	bi := s.buildInfo()
-	nsArray, err := codec.VariantOf(s.routes.Namespaces())
-	if err != nil {
-		return err
-	}
-	serverArray, err := codec.VariantOf([]string{s.cfg.Application.ApplicationURI})
-	if err != nil {
-		return err
-	}
-	biVariant, err := codec.VariantOf(&bi)
-	if err != nil {
-		return err
-	}
-	n := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
-	set := map[uint32]codec.Variant{
-		id.Server_NamespaceArray:                          nsArray,
-		id.Server_ServerArray:                             serverArray,
-		id.Server_ServerStatus_StartTime:                  codec.DateTimeVariant(s.startTime),
-		id.Server_ServerStatus_State:                      codec.Int32Variant(int32(ua.ServerStateRunning)),
-		id.Server_ServerStatus_BuildInfo:                  biVariant,
-		id.Server_ServerStatus_BuildInfo_ProductUri:       codec.StringVariant(bi.ProductUri),
-		id.Server_ServerStatus_BuildInfo_ManufacturerName: codec.StringVariant(bi.ManufacturerName),
-		id.Server_ServerStatus_BuildInfo_ProductName:      codec.StringVariant(bi.ProductName),
-		id.Server_ServerStatus_BuildInfo_SoftwareVersion:  codec.StringVariant(bi.SoftwareVersion),
-		id.Server_ServerStatus_BuildInfo_BuildNumber:      codec.StringVariant(bi.BuildNumber),
-		id.Server_ServerStatus_BuildInfo_BuildDate:        codec.DateTimeVariant(bi.BuildDate),
-		id.Server_ServerStatus_SecondsTillShutdown:        codec.UInt32Variant(0),
-	}
-	for i, v := range set {
-		if !s.space.SetValue(n(i), codec.DataValue{Value: v}) {
-			return fmt.Errorf("set value of i=%d: not a variable", i)
-		}
-	}
-	if !s.space.SetValueFunc(n(id.Server_ServerStatus_CurrentTime), func(now codec.DateTime) codec.DataValue {
-		return codec.DataValue{Value: codec.DateTimeVariant(now), SourceTimestamp: now, ServerTimestamp: now}
-	}) {
-		return errors.New("set value func of Server_ServerStatus_CurrentTime: not a variable")
-	}
-	start := s.startTime
-	if !s.space.SetValueFunc(n(id.Server_ServerStatus), func(now codec.DateTime) codec.DataValue {
-		v, err := codec.VariantOf(&ua.ServerStatusDataType{
-			StartTime:   start,
-			CurrentTime: now,
-			State:       ua.ServerStateRunning,
-			BuildInfo:   bi,
-		})
-		if err != nil {
-			return codec.DataValue{Status: status.BadInternalError, SourceTimestamp: now, ServerTimestamp: now}
-		}
-		return codec.DataValue{Value: v, SourceTimestamp: now, ServerTimestamp: now}
-	}) {
-		return errors.New("set value func of Server_ServerStatus: not a variable")
-	}
-	return nil
-}
-
-// policyOf returns the SecurityPolicy of uri; None when uri is empty.
-func policyOf(uri string) (policy.Policy, bool) {
-	if uri == "" {
-		uri = policy.URINone
-	}
-	return policy.Lookup(uri)
-}

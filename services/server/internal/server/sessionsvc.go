@@ -341,3 +341,11 @@ func (s *Server) dummyHash() string {
 	})
 	return s.dummy
 }
+
+// policyOf returns the SecurityPolicy of uri; None when uri is empty.
+func policyOf(uri string) (policy.Policy, bool) {
+	if uri == "" {
+		uri = policy.URINone
+	}
+	return policy.Lookup(uri)
+}
