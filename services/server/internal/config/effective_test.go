@@ -2,8 +2,10 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +171,134 @@ func TestSecretsAreTagged(t *testing.T) {
 	walk("", reflect.TypeFor[Config]())
 	f, _ := reflect.TypeFor[User]().FieldByName("PasswordHash")
 	require.Equal(t, logSecret, f.Tag.Get("log"))
+}
+
+// logJSON runs LogEffective into a JSON handler and returns the records.
+func logJSON(t *testing.T, c *Config) []map[string]any {
+	t.Helper()
+	var buf bytes.Buffer
+	LogEffective(slog.New(slog.NewJSONHandler(&buf, nil)), c)
+	var recs []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+func warnings(recs []map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, r := range recs {
+		if r["level"] == "WARN" {
+			out[r["setting"].(string)] = r["warning"].(string)
+		}
+	}
+	return out
+}
+
+func TestInsecureSettingsWarn(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		change func(c *Config)
+		want   map[string]string // setting -> substring of the warning
+	}{
+		{"defaults: None and anonymous", func(*Config) {}, map[string]string{
+			"security.securityPolicies[0]":  "SecurityPolicy None is offered",
+			"security.userTokenPolicies[0]": "anonymous logins are accepted",
+			"security.users":                "no users are configured",
+		}},
+		{"secure", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
+		}, map[string]string{}},
+		{"auto-accept", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
+			c.Security.AutoAcceptUntrusted = true
+		}, map[string]string{"security.autoAcceptUntrusted": "every untrusted client certificate is accepted"}},
+		{"clear-text passwords and no lockout", func(c *Config) {
+			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenUsername}}
+			c.Security.Users = []User{{Name: "a", PasswordHash: "$2a$04$"}}
+			c.Security.MaxFailedAuthenticationAttempts = 0
+		}, map[string]string{
+			"security.securityPolicies[0]":                 "SecurityPolicy None is offered",
+			"security.userTokenPolicies[0].securityPolicy": "passwords can cross the network in clear text",
+			"security.maxFailedAuthenticationAttempts":     "0 disables the lockout",
+		}},
+		{"two username policies and no users: one warning", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{
+				{Type: TokenUsername, SecurityPolicy: "Basic256Sha256"},
+				{Type: TokenUsername, SecurityPolicy: "Aes256_Sha256_RsaPss"},
+			}
+		}, map[string]string{"security.users": "no users are configured"}},
+		{"deprecated policy and unlimited items", func(c *Config) {
+			c.Security.SecurityPolicies = []SecurityPolicy{{Policy: "Basic128Rsa15", Modes: []string{ModeSign}}}
+			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
+			c.Limits.MaxMonitoredItemCount = 0
+			c.Limits.MaxMonitoredItemsPerSubscription = 0
+		}, map[string]string{
+			"security.securityPolicies[0]":            "Basic128Rsa15 is deprecated",
+			"limits.maxMonitoredItemCount":            "0 is no limit",
+			"limits.maxMonitoredItemsPerSubscription": "0 is no limit",
+		}},
+		{"transport deadlines off", func(c *Config) {
+			c.Security.SecurityPolicies = c.Security.SecurityPolicies[1:]
+			c.Security.UserTokenPolicies = []UserTokenPolicy{{Type: TokenCertificate}}
+			c.Limits.ChunkTimeout, c.Limits.AssemblyTimeout, c.Limits.WriteTimeout = 0, 0, 0
+		}, map[string]string{
+			"limits.chunkTimeout":    "0 is no bound",
+			"limits.assemblyTimeout": "0 is no bound",
+			"limits.writeTimeout":    "0 is no bound",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			tt.change(c)
+			recs := logJSON(t, c)
+			got := warnings(recs)
+			require.Len(t, got, len(tt.want), "%v", got)
+			require.Len(t, recs, 1+len(got), "one record per warned setting, after the configuration")
+			for k, sub := range tt.want {
+				require.Contains(t, got[k], sub, k)
+			}
+		})
+	}
+}
+
+func TestLogEffective(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	c.Limits.MaxSessionCount = 1234
+	c.Security.Users = []User{{Name: "alice", PasswordHash: testHash(t)}}
+	recs := logJSON(t, c)
+	require.Equal(t, "INFO", recs[0]["level"])
+	require.Equal(t, "effective configuration", recs[0]["msg"])
+
+	rt := recs[0]["runtime"].(map[string]any)
+	require.InDelta(t, float64(runtime.GOMAXPROCS(0)), rt["GOMAXPROCS"], 0)
+	require.InDelta(t, float64(runtime.NumCPU()), rt["NumCPU"], 0)
+	require.Equal(t, runtime.Version(), rt["go"])
+	require.NotEmpty(t, rt["GOGC"])
+	require.NotEmpty(t, rt["GOMEMLIMIT"])
+
+	limits := recs[0]["limits"].(map[string]any)
+	require.InDelta(t, 1234, limits["maxSessionCount"], 0)
+	require.InDelta(t, 100, limits["maxRequestThreadCount"], 0)
+	require.InDelta(t, 10, limits["minRequestThreadCount"], 0)
+	require.InDelta(t, 200, limits["maxQueuedRequestCount"], 0)
+	require.Contains(t, recs[0], "operationLimits")
+	require.Contains(t, recs[0], "encoding")
+
+	sec := recs[0]["security"].(map[string]any)
+	require.Equal(t, []any{"None:None", "Basic256Sha256:Sign|SignAndEncrypt", "Aes256_Sha256_RsaPss:Sign|SignAndEncrypt"}, sec["securityPolicies"])
+	require.InDelta(t, 1, sec["users"], 0)
+
+	var all bytes.Buffer
+	LogEffective(slog.New(slog.NewTextHandler(&all, nil)), c)
+	require.NotContains(t, all.String(), c.Security.Users[0].PasswordHash, "hashes are never logged")
 }
