@@ -77,6 +77,19 @@ func (l *Lane) Enter(ctx context.Context, p Priority) (leave func(), ok bool) {
 	return nil, false
 }
 
+// Away hands the caller's turn on while fn runs and then waits for a turn of Finish
+// again: for work within a turn that waits on the network, not on a processor, so that
+// others use the turn meanwhile. The caller must hold a turn. A nil Lane runs fn.
+func (l *Lane) Away(fn func()) {
+	if l == nil {
+		fn()
+		return
+	}
+	l.leave()
+	defer l.Enter(context.Background(), Finish) // also after a panic: the caller leaves its turn
+	fn()
+}
+
 // Waiting returns the turns waiting, of every priority.
 func (l *Lane) Waiting() int {
 	l.mu.Lock()

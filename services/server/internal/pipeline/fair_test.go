@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -152,4 +153,60 @@ func TestSessionWorkers(t *testing.T) {
 	close(gate)
 	q.Wait()
 	require.Equal(t, 1, most)
+}
+
+// TestSessionAway: a session job waiting on the network within Away gives its turn up,
+// both the session worker and the lane's, so that the next session job runs meanwhile;
+// it gets a turn again before it goes on, and no more turns are held than there are.
+func TestSessionAway(t *testing.T) {
+	t.Parallel()
+	ctl, err := admission.New(admission.Config{Profile: admission.Balanced, MaxChannelCount: 10, MaxConcurrentSessionEstablishment: 10,
+		MaxQueuedRequestCount: 10, MaxParkedRequestCount: 10, MaxTrackedOwners: 100})
+	require.NoError(t, err)
+	lane := admission.NewLane(1, 4)
+	q := NewQueueWith(QueueConfig{Min: 1, Max: 4, Now: time.Now, Ledger: ctl.Ledger(admission.StageQueue),
+		SessionCapacity: 10, Fair: true, SessionWorkers: 1, Handshakes: lane})
+	defer q.Close()
+
+	away, reply := make(chan struct{}), make(chan struct{})
+	answer := sync.OnceFunc(func() { close(reply) })
+	defer answer()    // before q.Close: a failed check must not leave the first job waiting
+	var mu sync.Mutex // guards order
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	ok, _ := q.Push(Job{Stage: StageSession, Key: owner(1), Run: func() {
+		note("first in turn")
+		q.Away(func() {
+			close(away)
+			<-reply
+		})
+		note("first back in turn")
+	}})
+	require.True(t, ok)
+	<-away
+	second := make(chan struct{})
+	ok, _ = q.Push(Job{Stage: StageSession, Key: owner(2), Run: func() {
+		note("second in turn")
+		close(second)
+	}})
+	require.True(t, ok)
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a session job waited for one that is away on the network")
+	}
+	answer()
+	q.Wait()
+	require.Equal(t, []string{"first in turn", "second in turn", "first back in turn"}, order)
+
+	// The lane's one turn is free again: a Begin enters at once.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	leave, ok := lane.Enter(ctx, admission.Begin)
+	require.True(t, ok, "the turn came back")
+	leave()
 }

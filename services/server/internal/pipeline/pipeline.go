@@ -64,6 +64,8 @@ type Request[C any] struct {
 	// answered says the handler answered the request or handed it on (Respond, Send,
 	// Enqueue, Handed): a panic after it does not answer it again.
 	answered bool
+	// queued says the handler runs as a job of StageSession, within its turn.
+	queued bool
 }
 
 // Respond sends msg in answer to r.
@@ -87,6 +89,18 @@ func (r *Request[C]) Send(msg codec.Structure) {
 // later (a Publish parked in the subscription engine): should the handler panic after
 // it, the pipeline does not answer the request itself.
 func (r *Request[C]) Handed() { r.answered = true }
+
+// Away runs fn, which waits on the network rather than on a processor (the redundant
+// set's store, when a session moves here), outside the turn of session establishment
+// that r's handler holds when it runs on a worker: other clients' CreateSession and
+// ActivateSession go on meanwhile. Elsewhere it just runs fn.
+func (r *Request[C]) Away(fn func()) {
+	if !r.queued {
+		fn()
+		return
+	}
+	r.p.queue.Away(fn)
+}
 
 // Fault returns a ServiceFault answering r with code.
 func (r *Request[C]) Fault(code status.Code) *ua.ServiceFault { return r.p.Fault(*r.Header, code) }
@@ -330,6 +344,7 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 		}
 		// The job keeps a copy: the channel's Request is its next request's.
 		wr := *r
+		wr.queued = true
 		p.enqueue(ctx, req, *h, j, held, func(pd *Pending) {
 			wr.Ctx = pd.Ctx
 			pd.Answer(row.Answer(&wr))

@@ -354,6 +354,26 @@ func (q *Queue) runSession(job func()) {
 	q.run(job)
 }
 
+// Away runs fn, which waits on the network rather than on a processor, outside the turn
+// of session establishment that the calling job holds: other session jobs run
+// meanwhile, up to SessionWorkers of them and within the lane's turns, and the caller
+// waits for a turn again before it goes on. Only a job of StageSession may call it.
+func (q *Queue) Away(fn func()) {
+	q.mu.Lock()
+	q.sessionsRunning--
+	if q.lanes[StageSession].n > 0 && q.fair && q.idle > 0 {
+		q.idle--
+		q.wake.Signal()
+	}
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.sessionsRunning++
+		q.mu.Unlock()
+	}()
+	q.handshakes.Away(fn)
+}
+
 // tookLocked records a take for the drain rate.
 func (q *Queue) tookLocked() {
 	now := q.now()

@@ -111,9 +111,12 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 	rec, clientCert, code := s.sessions.Lookup(h.AuthenticationToken)
 	// A session another server of the redundant set holds is taken over here once its
 	// activation checks out (Part 4 §6.6.2, HotAndMirrored); until then it is only read.
+	// The set's store is asked outside the turn of session establishment (Away): a
+	// failover brings many sessions at once, and their waits on the network overlap.
 	var claimed *mirror.Claimed
 	if code == status.BadSessionIdInvalid && s.mirror != nil {
-		if claimed, clientCert, code = s.claimSession(r.Ctx, h.AuthenticationToken); code == status.Good {
+		r.Away(func() { claimed, clientCert, code = s.claimSession(r.Ctx, h.AuthenticationToken) })
+		if code == status.Good {
 			rec = claimed.Record
 			defer func() {
 				if claimed != nil { // not adopted
@@ -165,7 +168,9 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 	principal.SessionID = rec.SessionID
 	principal.Roles = s.rolesOf(principal)
 	if claimed != nil {
-		if code := s.adoptSession(r.Ctx, claimed); code != status.Good {
+		var code status.Code
+		r.Away(func() { code = s.adoptSession(r.Ctx, claimed) })
+		if code != status.Good {
 			return r.Fault(code)
 		}
 		claimed = nil
@@ -178,7 +183,9 @@ func (s *Server) activateSession(r *pipeline.Request[*conn], m *ua.ActivateSessi
 	if s.mirror != nil {
 		// The new nonce is the set's before the client has it: a replay of this request
 		// on any server of the set fails.
-		if err := s.mirror.Activated(r.Ctx, h.AuthenticationToken); errors.Is(err, mirror.ErrTakenOver) {
+		var err error
+		r.Away(func() { err = s.mirror.Activated(r.Ctx, h.AuthenticationToken) })
+		if errors.Is(err, mirror.ErrTakenOver) {
 			return r.Fault(status.BadSessionIdInvalid)
 		}
 	}
