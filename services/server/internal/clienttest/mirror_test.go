@@ -183,6 +183,63 @@ func TestMirrorFailover(t *testing.T) {
 	}
 }
 
+// TestMirrorFailoverTwice: a session moves from A to B and back to A. B goes on with
+// the changes of the subscription it took over, numbered after the set's last one and
+// with no new snapshot; A, taking it back, replays A's snapshot with A's and then B's
+// changes, and the subscription still delivers every value once, in order.
+func TestMirrorFailoverTwice(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	nats := natsServer(t)
+	key := clusterKey(t)
+	a := mirroredServer(t, nats.ClientURL(), "twice", key, "A")
+	b := mirroredServer(t, nats.ClientURL(), "twice", key, "B")
+	trust := trustAll(t, a, b)
+	pa, pb, back := newProxy(t, a.Addr.String()), newProxy(t, b.Addr.String()), newProxy(t, a.Addr.String())
+	wa := dial(t, ctx, a.URL, dialOpts(t, securities[0], trust)...)
+	wb := dial(t, ctx, b.URL, dialOpts(t, securities[0], trust)...)
+	cl := dial(t, ctx, pa.URL(), dialOpts(t, securities[0], trust, client.Failover(pa.URL(), pb.URL(), back.URL()),
+		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))...)
+	write := func(from, to int32) {
+		for v := from; v <= to; v++ {
+			for _, w := range []*client.Client{wa, wb} {
+				_, err := w.WriteValue(ctx, demoInt32, codec.Int32Variant(v))
+				require.NoError(t, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	write(0, 0)
+	sess := cl.SessionID()
+	sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 50 * time.Millisecond})
+	write(1, 20)
+	rec.waitFor(t, 20, 10*time.Second)
+
+	pa.ln.Close()
+	pa.Drop()
+	require.Eventually(t, func() bool { return cl.URL() == pb.URL() }, 30*time.Second, 20*time.Millisecond, "moved to B")
+	write(21, 40)
+	rec.waitFor(t, 40, 10*time.Second)
+
+	pb.ln.Close()
+	pb.Drop()
+	require.Eventually(t, func() bool { return cl.URL() == back.URL() }, 30*time.Second, 20*time.Millisecond, "moved back to A")
+	write(41, 60)
+	rec.waitFor(t, 60, 10*time.Second)
+
+	require.Equal(t, sess, cl.SessionID(), "the same session")
+	st := sub.Stats()
+	require.Zero(t, st.Recreated, "taken over twice, not created again")
+	require.Zero(t, st.Lost)
+	vals := slices.Compact(rec.values())
+	want := make([]int32, 61)
+	for i := range want {
+		want[i] = int32(i)
+	}
+	require.Equal(t, want, vals, "every value once, in order: %s", rec)
+}
+
 // sessionCount reads the server's CurrentSessionCount.
 func sessionCount(t testing.TB, ctx context.Context, c *client.Client) int {
 	t.Helper()

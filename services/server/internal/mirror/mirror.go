@@ -85,13 +85,16 @@ type Mirror struct {
 	browse   jetstream.KeyValue // <set>-browse: continuation points
 	node     uint8              // this server's number in the set (its key in nodes)
 	nodeRev  uint64
+	// restoring bounds the Restores at once: a failover brings a burst of them, whose
+	// reads the stream's leader serves between the other servers' writes.
+	restoring chan struct{}
 
 	// w writes the subscriptions' changes, sw the session records; resync asks them to
 	// write the whole state again (after NATS was unreachable or refused a write).
 	w, sw  writer
 	resync atomic.Bool
 
-	mu sync.Mutex // guards owned, subOf, deltas, degraded
+	mu sync.Mutex // guards owned, claiming, subOf, deltas, restored, snaps, acks, degraded
 	// owned are the sessions this server holds, by their key in <set>-sessions.
 	owned map[string]*ownedSession
 	// claiming are the sessions being taken over (Claim), until the table adds them.
@@ -100,6 +103,9 @@ type Mirror struct {
 	// written since its last snapshot.
 	subOf  map[uint32]string
 	deltas map[uint32]uint64
+	// restored are the subscriptions Restore is adding to the engine, with the number
+	// of the last change the set has of each.
+	restored map[uint32]uint64
 	// snaps are the subscriptions whose snapshot is due (takeSnapshots); acks the
 	// acknowledgements waiting to ride with their subscription's next change.
 	snaps    map[uint32]bool
@@ -127,6 +133,8 @@ type ownedSession struct {
 const (
 	defaultTimeout  = 5 * time.Second
 	defaultSendWait = 2 * time.Second
+	// maxRestoring is the Restores at once (Mirror.restoring).
+	maxRestoring    = 4
 	defaultMaxAge   = time.Hour
 	defaultMaxBytes = 1 << 30
 	// snapshotEvery is how many changes of a subscription are written before its next
@@ -171,8 +179,8 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 		return nil, err
 	}
 	m := &Mirror{cfg: cfg, log: cfg.Log.With("part", "mirror"), seal: seal,
-		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), snaps: make(map[uint32]bool), acks: make(map[uint32][]uint32),
-		done: make(chan struct{})}
+		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), restored: make(map[uint32]uint64), snaps: make(map[uint32]bool), acks: make(map[uint32][]uint32),
+		restoring: make(chan struct{}, maxRestoring), done: make(chan struct{})}
 	opts := append([]nats.Option{
 		nats.Name("uastack " + cfg.ServerURI),
 		nats.Timeout(cfg.Timeout),

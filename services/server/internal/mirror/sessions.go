@@ -147,12 +147,63 @@ func (m *Mirror) Activated(ctx context.Context, token codec.NodeId) error {
 	}
 }
 
-// writeSessions writes the session ops of q one at a time: each is a compare-and-swap
-// on the revision the last write of the record left.
+// writeSessions writes the session ops of q in rounds: each round writes the first
+// queued op of every record at once, pipelined, and the next op of a record waits for
+// the next round, since each write is a compare-and-swap on the revision the last write
+// of the record left. A failover brings many activations at once, each waiting for its
+// write.
 func (m *Mirror) writeSessions(q []op) {
-	for i := range q {
-		o := &q[i]
-		err := m.writeSession(o)
+	for len(q) > 0 {
+		var round, later []op
+		seen := make(map[string]bool, len(q))
+		for _, o := range q {
+			if seen[o.session] {
+				later = append(later, o)
+				continue
+			}
+			seen[o.session] = true
+			round = append(round, o)
+		}
+		if !m.writeRound(round) {
+			return
+		}
+		q = later
+	}
+	if m.nc.IsConnected() {
+		m.caughtUp()
+	}
+}
+
+// writeRound writes ops of distinct records at once and handles their outcomes; false
+// when the mirror stopped meanwhile.
+func (m *Mirror) writeRound(round []op) bool {
+	futures := make([]jetstream.PubAckFuture, len(round))
+	errs := make([]error, len(round))
+	for i := range round {
+		msg, opts := m.sessionMsg(&round[i])
+		futures[i], errs[i] = m.js.PublishMsgAsync(msg, opts...)
+	}
+	timeout := time.NewTimer(m.cfg.Timeout)
+	defer timeout.Stop()
+	expired := false
+	for i := range round {
+		o := &round[i]
+		err := errs[i]
+		if err == nil && expired {
+			err = errNoAck
+		}
+		if err == nil {
+			select {
+			case ack := <-futures[i].Ok():
+				err = m.recordWritten(o, ack.Sequence, nil)
+			case err = <-futures[i].Err():
+				err = m.recordWritten(o, 0, err)
+			case <-timeout.C:
+				expired, err = true, errNoAck
+			case <-m.done:
+				return false
+			}
+		}
 		if o.result != nil {
 			o.result <- err
 		}
@@ -165,13 +216,15 @@ func (m *Mirror) writeSessions(q []op) {
 			m.setDegraded(err)
 		}
 	}
-	if m.nc.IsConnected() {
-		m.caughtUp()
-	}
+	return true
 }
 
-// writeSession writes (or purges) one session record.
-func (m *Mirror) writeSession(o *op) error {
+// errNoAck is the error of a write NATS did not acknowledge within mirror.timeout.
+var errNoAck = errors.New("mirror: no acknowledgement within mirror timeout")
+
+// sessionMsg is the message that writes (or purges) the record of o, a compare-and-swap
+// on the revision this server last wrote or read.
+func (m *Mirror) sessionMsg(o *op) (*nats.Msg, []jetstream.PublishOpt) {
 	m.mu.Lock()
 	rev, rec, creator := o.own.rev, o.own.rec, o.own.creator
 	m.mu.Unlock()
@@ -184,9 +237,11 @@ func (m *Mirror) writeSession(o *op) error {
 		msg.Data = m.seal.seal(o.session, env.encode())
 		opts = append(opts, jetstream.WithMsgTTL(rec.Timeout+sessionGrace))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
-	defer cancel()
-	ack, err := m.js.PublishMsg(ctx, msg, opts...)
+	return msg, opts
+}
+
+// recordWritten takes the outcome of o's write: the record's new revision, or err.
+func (m *Mirror) recordWritten(o *op, rev uint64, err error) error {
 	if err != nil {
 		var api *jetstream.APIError
 		if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
@@ -199,7 +254,7 @@ func (m *Mirror) writeSession(o *op) error {
 		return fmt.Errorf("mirror: writing session %s: %w", o.session, err)
 	}
 	m.mu.Lock()
-	o.own.rev, o.own.written = ack.Sequence, time.Now()
+	o.own.rev, o.own.written = rev, time.Now()
 	m.mu.Unlock()
 	return nil
 }

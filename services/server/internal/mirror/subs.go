@@ -2,8 +2,11 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +78,11 @@ func (m *Mirror) subscriptionChanged(c subscription.Change) {
 	switch c.Kind {
 	case subscription.ChangeCreated:
 		hash := m.sessionKeyLocked(c.Record.Session)
+		if n, ok := m.restored[id]; ok {
+			delete(m.restored, id)
+			m.subOf[id], m.deltas[id] = hash, n
+			return
+		}
 		m.subOf[id], m.deltas[id] = hash, 0
 		m.snapshotLocked(hash, c.Record)
 		return
@@ -208,6 +216,12 @@ func (m *Mirror) resyncAll() {
 func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
+	select {
+	case m.restoring <- struct{}{}:
+		defer func() { <-m.restoring }()
+	case <-ctx.Done():
+		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, ctx.Err())
+	}
 	filter := fmt.Sprintf("%s.sub.%s.*", m.cfg.Cluster, hashOf(sessionID))
 	info, err := m.subs.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
@@ -216,32 +230,35 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	if len(info.State.Subjects) == 0 {
 		return 0, nil
 	}
-	cons, err := m.subs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
-	if err != nil {
-		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, err)
-	}
+	// Subject by subject, in the order of the subscription ids, message by message from
+	// the stream's leader: a consumer would cost the cluster's meta leader an agreement
+	// and the stream leader a count of the pending messages, for each session of a
+	// failover at once; a direct get may be answered by a replica a write behind.
+	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
 	scratch := m.cfg.Subs.Scratch()
-	since := make(map[string]uint64) // per subject: the changes its snapshot includes
+	since := make(map[string]uint64) // per subject: the changes replayed so far
 	broken := make(map[uint32]bool)  // subscriptions whose stream does not replay
-	for {
-		msg, err := next(ctx, cons, m.cfg.Timeout)
-		if err != nil {
-			return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
+	for _, subject := range subjects {
+		id, ok := subID(subject)
+		if !ok {
+			continue
 		}
-		if id, ok := subID(msg.Subject()); ok && !broken[id] {
-			if err := m.replay(scratch, msg, since); err != nil {
+		// Bounded by what the subject held at Info, and a rollup's worth more.
+		for seq, left := uint64(1), info.State.Subjects[subject]+snapshotEvery+1; left > 0 && !broken[id]; left-- {
+			msg, err := m.leaderGet(ctx, subject, seq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
+			}
+			if err := m.replay(scratch, subject, msg.Data, since); err != nil {
 				// A gap (a write lost while the mirror was degraded) or a record this
 				// server cannot open: that subscription cannot go on here.
 				m.log.Warn("mirror: a subscription of a taken-over session does not replay", "session", sessionID, "subscription", id, "err", err)
 				broken[id] = true
 			}
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return 0, err
-		}
-		if meta.NumPending == 0 {
-			break
+			seq = msg.Sequence + 1
 		}
 	}
 	recs := scratch.Snapshot()
@@ -251,7 +268,17 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 		if broken[r.ID] {
 			continue
 		}
-		if err := m.cfg.Subs.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: r.ID, Record: r}); err != nil {
+		// The set's copy is this record already: the changes go on from its number,
+		// with no new snapshot (a rollup, which NATS pays for with a purge, times every
+		// subscription a failover moves).
+		m.mu.Lock()
+		m.restored[r.ID] = since[m.subSubject(hashOf(sessionID), r.ID)]
+		m.mu.Unlock()
+		err := m.cfg.Subs.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: r.ID, Record: r})
+		m.mu.Lock()
+		delete(m.restored, r.ID) // when the engine did not take it
+		m.mu.Unlock()
+		if err != nil {
 			return restored, fmt.Errorf("mirror: restoring subscription %d: %w", r.ID, err)
 		}
 		restored++
@@ -259,20 +286,47 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	return restored, nil
 }
 
-// next reads the consumer's next message. A consumer just made on a NATS cluster may not
-// be in place on the server that answers yet ("no responders"): that is tried again.
-func next(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (jetstream.Msg, error) {
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
-		msg, err := cons.Next(jetstream.FetchMaxWait(wait))
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return msg, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(pause):
-		}
+// leaderGet reads the first message of subject at or after seq from the leader of
+// <set>-subs (the stream's MSG.GET; jetstream's GetMsg takes the direct get, which
+// every replica answers, when the stream allows it).
+func (m *Mirror) leaderGet(ctx context.Context, subject string, seq uint64) (*storedMsg, error) {
+	req, err := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+	}{seq, subject})
+	if err != nil {
+		return nil, err
 	}
+	reply, err := m.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+m.cfg.Cluster+"-subs", req)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Message *storedMsg `json:"message"`
+		Error   *struct {
+			Code        int    `json:"code"`
+			ErrCode     uint16 `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == uint16(jetstream.JSErrCodeMessageNotFound):
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, fmt.Errorf("mirror: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, jetstream.ErrInvalidJetStreamResponse
+	}
+	return resp.Message, nil
+}
+
+// storedMsg is a message of a stream as MSG.GET returns it; Data arrives in base64.
+type storedMsg struct {
+	Sequence uint64 `json:"seq"`
+	Data     []byte `json:"data"`
 }
 
 // subID is the subscription ID at the end of a subject of <set>-subs.
@@ -283,9 +337,8 @@ func subID(subject string) (uint32, bool) {
 }
 
 // replay applies one message of <set>-subs to the scratch engine.
-func (m *Mirror) replay(scratch *subscription.Engine, msg jetstream.Msg, since map[string]uint64) error {
-	subject := msg.Subject()
-	plain, err := m.open("subscription record", subject, msg.Data())
+func (m *Mirror) replay(scratch *subscription.Engine, subject string, data []byte, since map[string]uint64) error {
+	plain, err := m.open("subscription record", subject, data)
 	if err != nil {
 		return err
 	}
@@ -298,14 +351,19 @@ func (m *Mirror) replay(scratch *subscription.Engine, msg jetstream.Msg, since m
 		since[subject] = sm.n
 		return scratch.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: sm.rec.ID, Record: sm.rec})
 	case msgChange:
-		if sm.n <= since[subject] {
+		last := since[subject]
+		if sm.n <= last {
 			return nil // in the snapshot already
+		}
+		if sm.n != last+1 {
+			return fmt.Errorf("mirror: %s: change %d follows change %d", subject, sm.n, last)
 		}
 		for _, c := range sm.changes {
 			if err := scratch.Apply(c); err != nil {
 				return err
 			}
 		}
+		since[subject] = sm.n
 	}
 	return nil // a tombstone
 }

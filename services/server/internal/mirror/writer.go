@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -151,7 +150,7 @@ func (m *Mirror) publishAll(q []op) {
 		case err := <-f.Err():
 			failed = err
 		case <-timeout.C:
-			failed = errors.New("no acknowledgement within mirror timeout")
+			failed = errNoAck
 		case <-m.done:
 			return
 		}
