@@ -230,10 +230,14 @@ func (p *publisher) failed(err error) bool {
 		// Held longer than its timeout (or the channel stalled): the watchdog checks
 		// the connection; ask again.
 		return true
+	case connectionLost(err) && p.c.cur.Load().ch.Err() == nil:
+		// The channel was lost under the request and the session is up again (the
+		// reconnect or failover that the loss set off is done): ask again at once, or
+		// the subscriptions would publish nothing for the pause.
+		return true
 	}
-	// The channel was lost and the reconnect failed, or the session has no
-	// subscriptions (a new session not yet restored): wait, and let the next request
-	// reconnect or restore.
+	// The reconnect failed, or the session has no subscriptions (a new session not yet
+	// restored): wait, and let the next request reconnect or restore.
 	return p.pause(200 * time.Millisecond)
 }
 
