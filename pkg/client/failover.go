@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/transport/policy"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/id"
 )
@@ -64,13 +66,21 @@ func (c *Client) RedundantServers(ctx context.Context) ([]string, error) {
 }
 
 // serviceLevel connects to url with the client's settings, reads its ServiceLevel
-// (Part 5 §6.3.34) and disconnects. It is one attempt, no retries.
+// (Part 5 §6.3.34) and disconnects. It is one attempt, no retries. The ServiceLevel is
+// public: when the server offers a None endpoint with anonymous access, the probe takes
+// it and costs neither side any asymmetric cryptography (a failover probes every server
+// of the set for every moving session); the move itself keeps the client's security.
 func (c *Client) serviceLevel(ctx context.Context, url string) (byte, error) {
 	cfg := c.cfg
 	cfg.failover = nil
 	cfg.keepAlive = -1
+	cfg.levelWatch = -1
 	cfg.backoff = Backoff{Attempts: 1}
 	cfg.onRetry = nil
+	if eps, err := cfg.cache.Get(ctx, url); err == nil && anonymousNone(eps) {
+		cfg.policyURI, cfg.mode = policy.URINone, ua.MessageSecurityModeNone
+		cfg.identity = identity{kind: ua.UserTokenTypeAnonymous}
+	}
 	probe, err := dial(ctx, url, cfg)
 	if err != nil {
 		return 0, err
@@ -86,18 +96,46 @@ func (c *Client) serviceLevel(ctx context.Context, url string) (byte, error) {
 	return byte(dv.Value.Bits()), nil
 }
 
+// anonymousNone reports whether eps offer an endpoint without security that admits an
+// anonymous session.
+func anonymousNone(eps []ua.EndpointDescription) bool {
+	for _, ep := range eps {
+		if ep.SecurityPolicyUri != policy.URINone || ep.SecurityMode != ua.MessageSecurityModeNone {
+			continue
+		}
+		for _, t := range ep.UserIdentityTokens {
+			if t.TokenType == ua.UserTokenTypeAnonymous {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// levels reads the ServiceLevel of every server of urls at once; a server that does
+// not answer gets level 0.
+func (c *Client) levels(ctx context.Context, urls []string) []byte {
+	lvls := make([]byte, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() {
+			if lvl, err := c.serviceLevel(ctx, u); err == nil {
+				lvls[i] = lvl
+			}
+		})
+	}
+	wg.Wait()
+	return lvls
+}
+
 // failover moves the session to the server of the Failover list with the highest
 // ServiceLevel (ties go to the earlier one; level 0, maintenance, is skipped). cause is
 // the error of the failed reconnect, returned if no server answers. The caller holds rmu.
 func (c *Client) failover(ctx context.Context, cause error) error {
 	best, bestLevel := "", 0
-	for _, u := range c.cfg.failover {
-		lvl, err := c.serviceLevel(ctx, u)
-		if err != nil || lvl == 0 {
-			continue
-		}
+	for i, lvl := range c.levels(ctx, c.cfg.failover) {
 		if int(lvl) > bestLevel {
-			best, bestLevel = u, int(lvl)
+			best, bestLevel = c.cfg.failover[i], int(lvl)
 		}
 	}
 	if best == "" {
@@ -213,12 +251,10 @@ func (c *Client) leave(ctx context.Context, cur byte) {
 	if cur > levelNoData {
 		bestLevel = levelHealthy - 1
 	}
-	for _, u := range c.cfg.failover {
-		if u == c.url {
-			continue
-		}
-		if lvl, err := c.serviceLevel(ctx, u); err == nil && int(lvl) > bestLevel {
-			best, bestLevel = u, int(lvl)
+	others := slices.DeleteFunc(slices.Clone(c.cfg.failover), func(u string) bool { return u == c.url })
+	for i, lvl := range c.levels(ctx, others) {
+		if int(lvl) > bestLevel {
+			best, bestLevel = others[i], int(lvl)
 		}
 	}
 	if best == "" {
