@@ -230,10 +230,6 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	if len(info.State.Subjects) == 0 {
 		return 0, nil
 	}
-	// Subject by subject, in the order of the subscription ids, message by message from
-	// the stream's leader: a consumer would cost the cluster's meta leader an agreement
-	// and the stream leader a count of the pending messages, for each session of a
-	// failover at once; a direct get may be answered by a replica a write behind.
 	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
 	scratch := m.cfg.Subs.Scratch()
 	since := make(map[string]uint64) // per subject: the changes replayed so far
@@ -244,21 +240,18 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 			continue
 		}
 		// Bounded by what the subject held at Info, and a rollup's worth more.
-		for seq, left := uint64(1), info.State.Subjects[subject]+snapshotEvery+1; left > 0 && !broken[id]; left-- {
-			msg, err := m.leaderGet(ctx, subject, seq)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				break
-			}
-			if err != nil {
-				return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
-			}
+		msgs, err := m.subjectMessages(ctx, subject, int(info.State.Subjects[subject])+snapshotEvery+1)
+		if err != nil {
+			return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
+		}
+		for _, msg := range msgs {
 			if err := m.replay(scratch, subject, msg.Data, since); err != nil {
 				// A gap (a write lost while the mirror was degraded) or a record this
 				// server cannot open: that subscription cannot go on here.
 				m.log.Warn("mirror: a subscription of a taken-over session does not replay", "session", sessionID, "subscription", id, "err", err)
 				broken[id] = true
+				break
 			}
-			seq = msg.Sequence + 1
 		}
 	}
 	recs := scratch.Snapshot()
@@ -286,14 +279,91 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	return restored, nil
 }
 
-// leaderGet reads the first message of subject at or after seq from the leader of
-// <set>-subs (the stream's MSG.GET; jetstream's GetMsg takes the direct get, which
-// every replica answers, when the stream allows it).
-func (m *Mirror) leaderGet(ctx context.Context, subject string, seq uint64) (*storedMsg, error) {
-	req, err := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-	}{seq, subject})
+// subjectMessages reads the messages of subject in <set>-subs, at most bound of them. It
+// asks for all of them at once with a direct get, which any replica of the stream may
+// answer, and takes the answer only if it reaches the last message the stream's leader
+// has of the subject: a replica's messages are a prefix of the leader's, and one a write
+// behind would restore a state older than the set's. Otherwise it reads them from the
+// leader one by one. A failover restores many subscriptions at once; one request each
+// instead of one per message keeps NATS answering the other servers' writes meanwhile.
+func (m *Mirror) subjectMessages(ctx context.Context, subject string, bound int) ([]storedMsg, error) {
+	last, err := m.leaderGet(ctx, msgGet{LastFor: subject})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if msgs, err := m.directBatch(ctx, subject, bound); err == nil && len(msgs) > 0 && msgs[len(msgs)-1].Sequence >= last.Sequence {
+		return msgs, nil
+	}
+	var msgs []storedMsg
+	for seq := uint64(1); len(msgs) < bound; {
+		msg, err := m.leaderGet(ctx, msgGet{Seq: seq, NextFor: subject})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, *msg)
+		seq = msg.Sequence + 1
+	}
+	return msgs, nil
+}
+
+// msgGet is a request of the stream API's MSG.GET and DIRECT.GET.
+type msgGet struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	Batch   int    `json:"batch,omitempty"`
+}
+
+// directBatch reads up to batch messages of subject with one direct get: the messages
+// arrive one by one on an inbox, and a status message (204, end of batch; 404, none)
+// ends them.
+func (m *Mirror) directBatch(ctx context.Context, subject string, batch int) ([]storedMsg, error) {
+	req, err := json.Marshal(msgGet{Seq: 1, NextFor: subject, Batch: batch})
+	if err != nil {
+		return nil, err
+	}
+	inbox := nats.NewInbox()
+	sub, err := m.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := m.nc.PublishRequest("$JS.API.DIRECT.GET."+m.cfg.Cluster+"-subs", inbox, req); err != nil {
+		return nil, err
+	}
+	var msgs []storedMsg
+	for len(msgs) <= batch {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch msg.Header.Get("Status") {
+		case "":
+		case "204", "404":
+			return msgs, nil
+		default:
+			return nil, fmt.Errorf("mirror: direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(msg.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: direct get: sequence: %w", err)
+		}
+		msgs = append(msgs, storedMsg{Sequence: seq, Data: msg.Data})
+	}
+	return nil, errors.New("mirror: direct get: more messages than asked for")
+}
+
+// leaderGet asks the leader of <set>-subs for one message (the stream's MSG.GET;
+// jetstream's GetMsg takes the direct get, which every replica answers, when the stream
+// allows it).
+func (m *Mirror) leaderGet(ctx context.Context, get msgGet) (*storedMsg, error) {
+	req, err := json.Marshal(get)
 	if err != nil {
 		return nil, err
 	}
