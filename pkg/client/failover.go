@@ -112,9 +112,10 @@ func anonymousNone(eps []ua.EndpointDescription) bool {
 	return false
 }
 
-// levels reads the ServiceLevel of every server of urls at once; a server that does
-// not answer gets level 0.
-func (c *Client) levels(ctx context.Context, urls []string) []byte {
+// best reads the ServiceLevel of every server of urls at once and returns the one with
+// the highest above floor (ties go to the earlier one), or "" when none is above it; a
+// server that does not answer counts as level 0.
+func (c *Client) best(ctx context.Context, urls []string, floor int) string {
 	lvls := make([]byte, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
@@ -125,19 +126,20 @@ func (c *Client) levels(ctx context.Context, urls []string) []byte {
 		})
 	}
 	wg.Wait()
-	return lvls
+	best := ""
+	for i, lvl := range lvls {
+		if int(lvl) > floor {
+			best, floor = urls[i], int(lvl)
+		}
+	}
+	return best
 }
 
 // failover moves the session to the server of the Failover list with the highest
 // ServiceLevel (ties go to the earlier one; level 0, maintenance, is skipped). cause is
 // the error of the failed reconnect, returned if no server answers. The caller holds rmu.
 func (c *Client) failover(ctx context.Context, cause error) error {
-	best, bestLevel := "", 0
-	for i, lvl := range c.levels(ctx, c.cfg.failover) {
-		if int(lvl) > bestLevel {
-			best, bestLevel = c.cfg.failover[i], int(lvl)
-		}
-	}
+	best := c.best(ctx, c.cfg.failover, 0)
 	if best == "" {
 		return fmt.Errorf("client: failover: no server of the redundant set answers: %w", cause)
 	}
@@ -247,16 +249,12 @@ func (c *Client) leave(ctx context.Context, cur byte) {
 	if c.closed.Load() {
 		return
 	}
-	best, bestLevel := "", int(cur)
+	floor := int(cur)
 	if cur > levelNoData {
-		bestLevel = levelHealthy - 1
+		floor = levelHealthy - 1
 	}
 	others := slices.DeleteFunc(slices.Clone(c.cfg.failover), func(u string) bool { return u == c.url })
-	for i, lvl := range c.levels(ctx, others) {
-		if int(lvl) > bestLevel {
-			best, bestLevel = others[i], int(lvl)
-		}
-	}
+	best := c.best(ctx, others, floor)
 	if best == "" {
 		return
 	}

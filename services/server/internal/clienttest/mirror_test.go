@@ -116,15 +116,7 @@ func TestMirrorFailover(t *testing.T) {
 				return slices.Equal(uris, []string{"urn:127.0.0.1:uastack:mirror:A", "urn:127.0.0.1:uastack:mirror:B"})
 			}, 5*time.Second, 20*time.Millisecond, "ServerUriArray names the set")
 
-			write := func(from, to int32) {
-				for v := from; v <= to; v++ {
-					for _, w := range []*client.Client{wa, wb} {
-						_, err := w.WriteValue(ctx, demoInt32, codec.Int32Variant(v))
-						require.NoError(t, err)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
+			write := writeAll(t, ctx, wa, wb)
 			write(0, 0)
 			sess := cl.SessionID()
 			sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 50 * time.Millisecond})
@@ -174,11 +166,7 @@ func TestMirrorFailover(t *testing.T) {
 			require.Zero(t, st.Transferred)
 			require.Zero(t, st.Lost)
 			vals := slices.Compact(rec.values()) // the current value may come again at the takeover
-			want := make([]int32, 41)
-			for i := range want {
-				want[i] = int32(i)
-			}
-			require.Equal(t, want, vals, "every value once, in order: %s", rec)
+			require.Equal(t, upTo(40), vals, "every value once, in order: %s", rec)
 		})
 	}
 }
@@ -201,15 +189,7 @@ func TestMirrorFailoverTwice(t *testing.T) {
 	wb := dial(t, ctx, b.URL, dialOpts(t, securities[0], trust)...)
 	cl := dial(t, ctx, pa.URL(), dialOpts(t, securities[0], trust, client.Failover(pa.URL(), pb.URL(), back.URL()),
 		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}))...)
-	write := func(from, to int32) {
-		for v := from; v <= to; v++ {
-			for _, w := range []*client.Client{wa, wb} {
-				_, err := w.WriteValue(ctx, demoInt32, codec.Int32Variant(v))
-				require.NoError(t, err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	write := writeAll(t, ctx, wa, wb)
 	write(0, 0)
 	sess := cl.SessionID()
 	sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 50 * time.Millisecond})
@@ -233,11 +213,30 @@ func TestMirrorFailoverTwice(t *testing.T) {
 	require.Zero(t, st.Recreated, "taken over twice, not created again")
 	require.Zero(t, st.Lost)
 	vals := slices.Compact(rec.values())
-	want := make([]int32, 61)
-	for i := range want {
-		want[i] = int32(i)
+	require.Equal(t, upTo(60), vals, "every value once, in order: %s", rec)
+}
+
+// writeAll returns a function that writes the values from..to to the demo Int32, each to
+// every server through its writer, a few milliseconds apart so that each is sampled.
+func writeAll(t *testing.T, ctx context.Context, writers ...*client.Client) func(from, to int32) {
+	return func(from, to int32) {
+		for v := from; v <= to; v++ {
+			for _, w := range writers {
+				_, err := w.WriteValue(ctx, demoInt32, codec.Int32Variant(v))
+				require.NoError(t, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
-	require.Equal(t, want, vals, "every value once, in order: %s", rec)
+}
+
+// upTo returns 0..n.
+func upTo(n int32) []int32 {
+	vals := make([]int32, n+1)
+	for i := range vals {
+		vals[i] = int32(i)
+	}
+	return vals
 }
 
 // sessionCount reads the server's CurrentSessionCount.

@@ -279,7 +279,7 @@ func (m *Mirror) provision(ctx context.Context) error {
 	}
 	m.subs, err = retried(ctx, c.Timeout, func(ctx context.Context) (jetstream.Stream, error) {
 		return m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name: c.Cluster + "-subs", Description: "uastack subscriptions of the redundant set " + c.Cluster,
+			Name: subsStream(c.Cluster), Description: "uastack subscriptions of the redundant set " + c.Cluster,
 			Subjects: []string{c.Cluster + ".sub.>"}, Storage: jetstream.FileStorage, Replicas: c.Replicas,
 			MaxAge: c.MaxAge, MaxBytes: c.MaxBytes, Discard: jetstream.DiscardOld,
 			AllowRollup: true, AllowDirect: true,

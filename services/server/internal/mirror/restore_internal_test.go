@@ -31,7 +31,7 @@ func TestSubjectMessages(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		cluster := map[bool]string{true: "direct", false: "leader"}[direct]
 		t.Run(cluster, func(t *testing.T) {
-			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cluster + "-subs", Subjects: []string{cluster + ".sub.>"},
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subsStream(cluster), Subjects: []string{cluster + ".sub.>"},
 				Storage: jetstream.FileStorage, AllowRollup: true, AllowDirect: direct})
 			require.NoError(t, err)
 			m := &Mirror{nc: nc, cfg: Config{Cluster: cluster}}

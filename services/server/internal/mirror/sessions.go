@@ -183,26 +183,17 @@ func (m *Mirror) writeRound(round []op) bool {
 		msg, opts := m.sessionMsg(&round[i])
 		futures[i], errs[i] = m.js.PublishMsgAsync(msg, opts...)
 	}
-	timeout := time.NewTimer(m.cfg.Timeout)
-	defer timeout.Stop()
-	expired := false
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+	defer cancel()
 	for i := range round {
 		o := &round[i]
 		err := errs[i]
-		if err == nil && expired {
-			err = errNoAck
-		}
 		if err == nil {
-			select {
-			case ack := <-futures[i].Ok():
-				err = m.recordWritten(o, ack.Sequence, nil)
-			case err = <-futures[i].Err():
-				err = m.recordWritten(o, 0, err)
-			case <-timeout.C:
-				expired, err = true, errNoAck
-			case <-m.done:
+			var ack *jetstream.PubAck
+			if ack, err = m.acked(ctx, futures[i]); errors.Is(err, errStopped) {
 				return false
 			}
+			err = m.recordWritten(o, ack, err)
 		}
 		if o.result != nil {
 			o.result <- err
@@ -218,9 +209,6 @@ func (m *Mirror) writeRound(round []op) bool {
 	}
 	return true
 }
-
-// errNoAck is the error of a write NATS did not acknowledge within mirror.timeout.
-var errNoAck = errors.New("mirror: no acknowledgement within mirror timeout")
 
 // sessionMsg is the message that writes (or purges) the record of o, a compare-and-swap
 // on the revision this server last wrote or read.
@@ -240,8 +228,8 @@ func (m *Mirror) sessionMsg(o *op) (*nats.Msg, []jetstream.PublishOpt) {
 	return msg, opts
 }
 
-// recordWritten takes the outcome of o's write: the record's new revision, or err.
-func (m *Mirror) recordWritten(o *op, rev uint64, err error) error {
+// recordWritten takes the outcome of o's write: its acknowledgement, or err.
+func (m *Mirror) recordWritten(o *op, ack *jetstream.PubAck, err error) error {
 	if err != nil {
 		var api *jetstream.APIError
 		if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
@@ -254,7 +242,7 @@ func (m *Mirror) recordWritten(o *op, rev uint64, err error) error {
 		return fmt.Errorf("mirror: writing session %s: %w", o.session, err)
 	}
 	m.mu.Lock()
-	o.own.rev, o.own.written = rev, time.Now()
+	o.own.rev, o.own.written = ack.Sequence, time.Now()
 	m.mu.Unlock()
 	return nil
 }

@@ -29,6 +29,9 @@ const (
 	msgDeleted // a tombstone: the subscription ended
 )
 
+// subsStream is the name of the stream <set>-subs of the set cluster.
+func subsStream(cluster string) string { return cluster + "-subs" }
+
 // subSubject is the subject of subscription id of the session whose hash is session.
 func (m *Mirror) subSubject(session string, id uint32) string {
 	return fmt.Sprintf("%s.sub.%s.%d", m.cfg.Cluster, session, id)
@@ -222,7 +225,8 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	case <-ctx.Done():
 		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, ctx.Err())
 	}
-	filter := fmt.Sprintf("%s.sub.%s.*", m.cfg.Cluster, hashOf(sessionID))
+	hash := hashOf(sessionID)
+	filter := fmt.Sprintf("%s.sub.%s.*", m.cfg.Cluster, hash)
 	info, err := m.subs.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, err)
@@ -265,7 +269,7 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 		// with no new snapshot (a rollup, which NATS pays for with a purge, times every
 		// subscription a failover moves).
 		m.mu.Lock()
-		m.restored[r.ID] = since[m.subSubject(hashOf(sessionID), r.ID)]
+		m.restored[r.ID] = since[m.subSubject(hash, r.ID)]
 		m.mu.Unlock()
 		err := m.cfg.Subs.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: r.ID, Record: r})
 		m.mu.Lock()
@@ -334,7 +338,7 @@ func (m *Mirror) directBatch(ctx context.Context, subject string, batch int) ([]
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := m.nc.PublishRequest("$JS.API.DIRECT.GET."+m.cfg.Cluster+"-subs", inbox, req); err != nil {
+	if err := m.nc.PublishRequest("$JS.API.DIRECT.GET."+subsStream(m.cfg.Cluster), inbox, req); err != nil {
 		return nil, err
 	}
 	var msgs []storedMsg
@@ -367,26 +371,22 @@ func (m *Mirror) leaderGet(ctx context.Context, get msgGet) (*storedMsg, error) 
 	if err != nil {
 		return nil, err
 	}
-	reply, err := m.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+m.cfg.Cluster+"-subs", req)
+	reply, err := m.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+subsStream(m.cfg.Cluster), req)
 	if err != nil {
 		return nil, err
 	}
 	var resp struct {
-		Message *storedMsg `json:"message"`
-		Error   *struct {
-			Code        int    `json:"code"`
-			ErrCode     uint16 `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error"`
+		Message *storedMsg          `json:"message"`
+		Error   *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
 		return nil, err
 	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrCode == uint16(jetstream.JSErrCodeMessageNotFound):
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
 		return nil, jetstream.ErrMsgNotFound
 	case resp.Error != nil:
-		return nil, fmt.Errorf("mirror: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+		return nil, resp.Error
 	case resp.Message == nil:
 		return nil, jetstream.ErrInvalidJetStreamResponse
 	}

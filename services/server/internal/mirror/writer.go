@@ -2,8 +2,8 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -142,17 +142,15 @@ func (m *Mirror) publishAll(q []op) {
 		}
 		futures = append(futures, f)
 	}
-	timeout := time.NewTimer(m.cfg.Timeout)
-	defer timeout.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+	defer cancel()
 	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			failed = err
-		case <-timeout.C:
-			failed = errNoAck
-		case <-m.done:
+		_, err := m.acked(ctx, f)
+		if errors.Is(err, errStopped) {
 			return
+		}
+		if err != nil {
+			failed = err
 		}
 		if failed != nil {
 			break
@@ -174,6 +172,24 @@ func (m *Mirror) publishAll(q []op) {
 		return
 	}
 	m.caughtUp()
+}
+
+// errNoAck is the error of a write NATS did not acknowledge within mirror.timeout.
+var errNoAck = errors.New("mirror: no acknowledgement within mirror timeout")
+
+// acked waits for the acknowledgement of f: errNoAck once ctx ends, errStopped when the
+// mirror stops first.
+func (m *Mirror) acked(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, error) {
+	select {
+	case ack := <-f.Ok():
+		return ack, nil
+	case err := <-f.Err():
+		return nil, err
+	case <-ctx.Done():
+		return nil, errNoAck
+	case <-m.done:
+		return nil, errStopped
+	}
 }
 
 // message builds the NATS message of o, sealing its body for its subject.

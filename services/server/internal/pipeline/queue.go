@@ -235,18 +235,24 @@ func (q *Queue) Push(j Job) (ok bool, retryAfter time.Duration) {
 	q.byStage[j.Stage]++
 	q.jobs.Add(1)
 	if q.eligibleLocked(j.Stage) {
-		switch {
-		case q.idle > 0:
-			q.idle--
-			q.wake.Signal()
-		case q.running < q.max:
-			q.running++
-			q.wg.Add(1)
-			go q.work()
-		}
+		q.workerLocked()
 	}
 	q.mu.Unlock()
 	return true, 0
+}
+
+// workerLocked finds a worker for a job that may run now: an idle one, or a new one
+// while fewer than Max run.
+func (q *Queue) workerLocked() {
+	switch {
+	case q.idle > 0:
+		q.idle--
+		q.wake.Signal()
+	case q.running < q.max:
+		q.running++
+		q.wg.Add(1)
+		go q.work()
+	}
 }
 
 // release returns a job's charge to the ledger.
@@ -361,9 +367,8 @@ func (q *Queue) runSession(job func()) {
 func (q *Queue) Away(fn func()) {
 	q.mu.Lock()
 	q.sessionsRunning--
-	if q.lanes[StageSession].n > 0 && q.fair && q.idle > 0 {
-		q.idle--
-		q.wake.Signal()
+	if q.lanes[StageSession].n > 0 && q.eligibleLocked(StageSession) {
+		q.workerLocked() // this one waits on the network meanwhile
 	}
 	q.mu.Unlock()
 	defer func() {
