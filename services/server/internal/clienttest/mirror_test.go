@@ -173,16 +173,19 @@ func TestMirrorFailover(t *testing.T) {
 
 // TestMirrorFailoverTwice: a session moves from A to B and back to A. B goes on with
 // the changes of the subscription it took over, numbered after the set's last one and
-// with no new snapshot; A, taking it back, replays A's snapshot with A's and then B's
-// changes, and the subscription still delivers every value once, in order.
+// with no new snapshot; A, taking it back, replays the last snapshot with A's and then
+// B's changes, and the subscription still delivers every value once, in order. On A
+// the subscription first sends more messages than the mirror has change slots (128), so
+// the takeovers read slots written over and snapshots taken since.
 func TestMirrorFailoverTwice(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	nats := natsServer(t)
 	key := clusterKey(t)
-	a := mirroredServer(t, nats.ClientURL(), "twice", key, "A")
-	b := mirroredServer(t, nats.ClientURL(), "twice", key, "B")
+	fast := func(c *config.Config) { c.Subscriptions.MinPublishingInterval = 10 * time.Millisecond }
+	a := mirroredServer(t, nats.ClientURL(), "twice", key, "A", fast)
+	b := mirroredServer(t, nats.ClientURL(), "twice", key, "B", fast)
 	trust := trustAll(t, a, b)
 	pa, pb, back := newProxy(t, a.Addr.String()), newProxy(t, b.Addr.String()), newProxy(t, a.Addr.String())
 	wa := dial(t, ctx, a.URL, dialOpts(t, securities[0], trust)...)
@@ -192,28 +195,29 @@ func TestMirrorFailoverTwice(t *testing.T) {
 	write := writeAll(t, ctx, wa, wb)
 	write(0, 0)
 	sess := cl.SessionID()
-	sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 50 * time.Millisecond})
-	write(1, 20)
-	rec.waitFor(t, 20, 10*time.Second)
+	sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 10 * time.Millisecond})
+	write(1, 400)
+	rec.waitFor(t, 400, 10*time.Second)
+	require.Greater(t, sub.Stats().Delivered, uint64(128), "more messages than change slots")
 
 	pa.ln.Close()
 	pa.Drop()
 	require.Eventually(t, func() bool { return cl.URL() == pb.URL() }, 30*time.Second, 20*time.Millisecond, "moved to B")
-	write(21, 40)
-	rec.waitFor(t, 40, 10*time.Second)
+	write(401, 420)
+	rec.waitFor(t, 420, 10*time.Second)
 
 	pb.ln.Close()
 	pb.Drop()
 	require.Eventually(t, func() bool { return cl.URL() == back.URL() }, 30*time.Second, 20*time.Millisecond, "moved back to A")
-	write(41, 60)
-	rec.waitFor(t, 60, 10*time.Second)
+	write(421, 440)
+	rec.waitFor(t, 440, 10*time.Second)
 
 	require.Equal(t, sess, cl.SessionID(), "the same session")
 	st := sub.Stats()
 	require.Zero(t, st.Recreated, "taken over twice, not created again")
 	require.Zero(t, st.Lost)
 	vals := slices.Compact(rec.values())
-	require.Equal(t, upTo(60), vals, "every value once, in order: %s", rec)
+	require.Equal(t, upTo(440), vals, "every value once, in order: %s", rec)
 }
 
 // writeAll returns a function that writes the values from..to to the demo Int32, each to

@@ -96,3 +96,10 @@ func decodeContinuation(b []byte) ([]ua.ReferenceDescription, int, error) {
 	}
 	return refs, perNode, d.Err()
 }
+
+// rollup is the header of a message that replaces every earlier one of its subject.
+func rollup() nats.Header {
+	h := nats.Header{}
+	h.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	return h
+}

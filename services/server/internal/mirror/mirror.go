@@ -94,7 +94,7 @@ type Mirror struct {
 	w, sw  writer
 	resync atomic.Bool
 
-	mu sync.Mutex // guards owned, claiming, subOf, deltas, restored, snaps, acks, degraded
+	mu sync.Mutex // guards owned, claiming, subOf, deltas, restored, snaps, acks, snapAt, degraded
 	// owned are the sessions this server holds, by their key in <set>-sessions.
 	owned map[string]*ownedSession
 	// claiming are the sessions being taken over (Claim), until the table adds them.
@@ -105,11 +105,13 @@ type Mirror struct {
 	deltas map[uint32]uint64
 	// restored are the subscriptions Restore is adding to the engine, with the number
 	// of the last change the set has of each.
-	restored map[uint32]uint64
+	restored map[uint32]restoredSub
 	// snaps are the subscriptions whose snapshot is due (takeSnapshots); acks the
 	// acknowledgements waiting to ride with their subscription's next change.
-	snaps    map[uint32]bool
-	acks     map[uint32][]uint32
+	snaps map[uint32]bool
+	acks  map[uint32][]uint32
+	// snapAt is when each subscription's last snapshot was written (renewSnapshots).
+	snapAt   map[uint32]time.Time
 	degraded bool
 
 	stops []func()
@@ -138,8 +140,8 @@ const (
 	defaultMaxAge   = time.Hour
 	defaultMaxBytes = 1 << 30
 	// snapshotEvery is how many changes of a subscription are written before its next
-	// snapshot rolls the subject up: a takeover reads at most this many.
-	snapshotEvery = 256
+	// snapshot: a takeover reads at most about this many.
+	snapshotEvery = 64
 	// sessionGrace is added to a session's timeout as its record's TTL, for a client
 	// that comes back at the last moment to find it.
 	sessionGrace = 30 * time.Second
@@ -179,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 		return nil, err
 	}
 	m := &Mirror{cfg: cfg, log: cfg.Log.With("part", "mirror"), seal: seal,
-		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), restored: make(map[uint32]uint64), snaps: make(map[uint32]bool), acks: make(map[uint32][]uint32),
+		owned: make(map[string]*ownedSession), claiming: make(map[string]claim), subOf: make(map[uint32]string), deltas: make(map[uint32]uint64), restored: make(map[uint32]restoredSub), snaps: make(map[uint32]bool), acks: make(map[uint32][]uint32), snapAt: make(map[uint32]time.Time),
 		restoring: make(chan struct{}, maxRestoring), done: make(chan struct{})}
 	opts := append([]nats.Option{
 		nats.Name("uastack " + cfg.ServerURI),
@@ -282,7 +284,7 @@ func (m *Mirror) provision(ctx context.Context) error {
 			Name: subsStream(c.Cluster), Description: "uastack subscriptions of the redundant set " + c.Cluster,
 			Subjects: []string{c.Cluster + ".sub.>"}, Storage: jetstream.FileStorage, Replicas: c.Replicas,
 			MaxAge: c.MaxAge, MaxBytes: c.MaxBytes, Discard: jetstream.DiscardOld,
-			AllowRollup: true, AllowDirect: true,
+			MaxMsgsPerSubject: 1, AllowDirect: true,
 		})
 	})
 	if err != nil {

@@ -118,6 +118,7 @@ func (m *Mirror) keepAlive() {
 			}
 		case now := <-t.C:
 			m.touch(now)
+			m.renewSnapshots(now)
 			m.renew()
 		}
 	}

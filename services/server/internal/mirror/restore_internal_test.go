@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +14,11 @@ import (
 	"uastack.dev/services/mirror/natsnode"
 )
 
-// TestSubjectMessages: a takeover reads a subject's messages in order, all of them and
-// only its own, with one direct get where the stream allows it and from the leader one
-// by one where it does not; a subject with no message reads as none.
-func TestSubjectMessages(t *testing.T) {
+// TestSessionMessages: a takeover reads the last message of every subject of a session's
+// subscriptions, all of them and only the session's, with direct gets where the stream
+// allows them and from the leader subject by subject where it does not; a session with
+// no message reads as none.
+func TestSessionMessages(t *testing.T) {
 	node, err := natsnode.Start(natsnode.Config{DataDir: filepath.Join(t.TempDir(), "nats")})
 	require.NoError(t, err)
 	t.Cleanup(node.Shutdown)
@@ -31,29 +33,45 @@ func TestSubjectMessages(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		cluster := map[bool]string{true: "direct", false: "leader"}[direct]
 		t.Run(cluster, func(t *testing.T) {
-			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subsStream(cluster), Subjects: []string{cluster + ".sub.>"},
-				Storage: jetstream.FileStorage, AllowRollup: true, AllowDirect: direct})
+			stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subsStream(cluster), Subjects: []string{cluster + ".sub.>"},
+				Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, AllowDirect: direct})
 			require.NoError(t, err)
-			m := &Mirror{nc: nc, cfg: Config{Cluster: cluster}}
-			one, two := cluster+".sub.s.1", cluster+".sub.s.2"
-			var want []uint64
-			for i, subject := range []string{one, two, one, two, one} {
-				ack, err := js.Publish(ctx, subject, []byte{byte(i)})
+			m := &Mirror{nc: nc, subs: stream, cfg: Config{Cluster: cluster}}
+			// Twenty subscriptions (more than one multi_last request holds) of session
+			// "a", each with a snapshot and changes 1 to 3, the third in the first
+			// change's slot again; one subscription of session "b".
+			want := make(map[string][]byte)
+			publish := func(subject string, body byte) {
+				_, err := js.Publish(ctx, subject, []byte{body})
 				require.NoError(t, err)
-				if subject == one {
-					want = append(want, ack.Sequence)
+				if strings.HasPrefix(subject, m.subPrefix("a")) {
+					want[subject] = []byte{body}
 				}
 			}
-			msgs, err := m.subjectMessages(ctx, one, 10)
-			require.NoError(t, err)
-			var got []uint64
-			for i, msg := range msgs {
-				got = append(got, msg.Sequence)
-				require.Equal(t, []byte{byte(2 * i)}, msg.Data)
+			for id := uint32(1); id <= 20; id++ {
+				publish(m.snapSubject("a", id), 0)
+				for n := uint64(1); n <= 3; n++ {
+					publish(m.changeSubject("a", id, n%2+changeSlots), byte(n))
+				}
 			}
+			publish(m.snapSubject("b", 1), 9)
+			msgs, err := m.sessionMessages(ctx, "a")
+			require.NoError(t, err)
+			got := make(map[string][]byte)
+			for _, msg := range msgs {
+				got[msg.Subject] = msg.Data
+				require.False(t, msg.Time.IsZero())
+			}
+			require.Len(t, msgs, 60, "one message a subject")
 			require.Equal(t, want, got)
+			last, err := m.leaderGet(ctx, msgGet{LastFor: m.subPrefix("a") + ">"})
+			require.NoError(t, err)
+			_, ok := m.directSession(ctx, "a", last.Sequence)
+			require.Equal(t, direct, ok, "the direct gets answer where the stream allows them")
+			_, ok = m.directSession(ctx, "a", last.Sequence+1)
+			require.False(t, ok, "answers that miss the leader's last message are behind")
 
-			msgs, err = m.subjectMessages(ctx, cluster+".sub.s.3", 10)
+			msgs, err = m.sessionMessages(ctx, "c")
 			require.NoError(t, err)
 			require.Empty(t, msgs)
 		})

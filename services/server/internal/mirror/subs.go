@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,9 +33,34 @@ const (
 // subsStream is the name of the stream <set>-subs of the set cluster.
 func subsStream(cluster string) string { return cluster + "-subs" }
 
-// subSubject is the subject of subscription id of the session whose hash is session.
-func (m *Mirror) subSubject(session string, id uint32) string {
-	return fmt.Sprintf("%s.sub.%s.%d", m.cfg.Cluster, session, id)
+// A subscription's messages have subjects of their own, one message each (the stream
+// keeps the last message of every subject): its snapshot (or tombstone) under
+// <set>.sub.<session hash>.<id>.s, and change n under .c.<n mod changeSlots>. A
+// takeover reads the last message of each, which NATS finds in its index of subjects
+// instead of walking every subscription's messages for one subject's.
+const (
+	// changeSlots is twice snapshotEvery: a slot is written over only after a newer
+	// snapshot has taken its change in.
+	changeSlots = 2 * snapshotEvery
+	// maxMultiLast is how many subjects one multi_last direct get may match (the NATS
+	// server refuses more).
+	maxMultiLast = 1024
+)
+
+// subPrefix is the beginning of the subjects of the subscriptions of the session whose
+// hash is session.
+func (m *Mirror) subPrefix(session string) string {
+	return m.cfg.Cluster + ".sub." + session + "."
+}
+
+// snapSubject is the subject of the snapshot of subscription id.
+func (m *Mirror) snapSubject(session string, id uint32) string {
+	return m.subPrefix(session) + strconv.FormatUint(uint64(id), 10) + ".s"
+}
+
+// changeSubject is the subject of change n of subscription id.
+func (m *Mirror) changeSubject(session string, id uint32, n uint64) string {
+	return m.subPrefix(session) + strconv.FormatUint(uint64(id), 10) + ".c." + strconv.FormatUint(n%changeSlots, 10)
 }
 
 // subMessage encodes a message body of <set>-subs into a buffer of plainBufs, which the
@@ -64,16 +90,9 @@ func release(b []byte) {
 	}
 }
 
-// rollup is the header of a message that replaces every earlier one of its subject.
-func rollup() nats.Header {
-	h := nats.Header{}
-	h.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	return h
-}
-
 // subscriptionChanged follows the engine (called with its lock held, so it only queues):
 // a new subscription's record is written as a snapshot, each later change behind it,
-// numbered; every snapshotEvery changes a new snapshot rolls the subject up.
+// numbered; every snapshotEvery changes a new snapshot takes the changes in.
 func (m *Mirror) subscriptionChanged(c subscription.Change) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -81,9 +100,9 @@ func (m *Mirror) subscriptionChanged(c subscription.Change) {
 	switch c.Kind {
 	case subscription.ChangeCreated:
 		hash := m.sessionKeyLocked(c.Record.Session)
-		if n, ok := m.restored[id]; ok {
+		if rs, ok := m.restored[id]; ok {
 			delete(m.restored, id)
-			m.subOf[id], m.deltas[id] = hash, n
+			m.subOf[id], m.deltas[id], m.snapAt[id] = hash, rs.n, rs.at
 			return
 		}
 		m.subOf[id], m.deltas[id] = hash, 0
@@ -95,15 +114,16 @@ func (m *Mirror) subscriptionChanged(c subscription.Change) {
 		delete(m.deltas, id)
 		delete(m.snaps, id)
 		delete(m.acks, id)
+		delete(m.snapAt, id)
 		if ok && c.Status != status.GoodSubscriptionTransferred { // Forget: it goes on elsewhere
-			m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), hdr: rollup(), pooled: true})
+			m.w.put(op{subject: m.snapSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), pooled: true})
 		}
 		return
 	case subscription.ChangeTransferred:
 		// Another session (here) took it: it moves to that session's subject, where a
 		// snapshot starts it again.
 		if hash, ok := m.subOf[id]; ok {
-			m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), hdr: rollup(), pooled: true})
+			m.w.put(op{subject: m.snapSubject(hash, id), plain: subMessage(msgDeleted, 0, nil), pooled: true})
 		}
 		m.subOf[id] = m.sessionKeyLocked(c.Session)
 		m.snaps[id] = true
@@ -125,7 +145,7 @@ func (m *Mirror) subscriptionChanged(c subscription.Change) {
 	delete(m.acks, id)
 	m.deltas[id]++
 	n := m.deltas[id]
-	m.w.put(op{subject: m.subSubject(hash, id), plain: subMessage(msgChange, n, func(e *codec.Encoder) {
+	m.w.put(op{subject: m.changeSubject(hash, id, n), plain: subMessage(msgChange, n, func(e *codec.Encoder) {
 		e.ArrayLength(len(acks)+1, false)
 		for _, seq := range acks {
 			ack := subscription.Change{Kind: subscription.ChangeAcknowledged, Subscription: id, Sequence: seq}
@@ -152,7 +172,27 @@ func (m *Mirror) sessionKeyLocked(id codec.NodeId) string {
 func (m *Mirror) snapshotLocked(hash string, rec *subscription.SubscriptionRecord) {
 	delete(m.acks, rec.ID) // in the record already
 	n := m.deltas[rec.ID]
-	m.w.put(op{subject: m.subSubject(hash, rec.ID), plain: subMessage(msgSnapshot, n, rec.EncodeBinary), hdr: rollup(), pooled: true})
+	m.snapAt[rec.ID] = time.Now()
+	m.w.put(op{subject: m.snapSubject(hash, rec.ID), plain: subMessage(msgSnapshot, n, rec.EncodeBinary), pooled: true})
+}
+
+// renewSnapshots asks for a snapshot of every subscription whose last one is half as old
+// as the stream keeps messages: a subscription that changes seldom would otherwise lose
+// its snapshot to the stream's maxAge and keep only changes no takeover can replay.
+func (m *Mirror) renewSnapshots(now time.Time) {
+	m.mu.Lock()
+	due := false
+	for id, at := range m.snapAt {
+		if now.Sub(at) >= m.cfg.MaxAge/2 {
+			m.snaps[id] = true
+			m.snapAt[id] = now // not again before this one is taken
+			due = true
+		}
+	}
+	m.mu.Unlock()
+	if due {
+		m.w.kick()
+	}
 }
 
 // takeSnapshots queues the snapshots asked for: each is read with the engine's lock held,
@@ -212,7 +252,7 @@ func (m *Mirror) resyncAll() {
 }
 
 // Restore adds the subscriptions of session sessionID, as the set keeps them, to this
-// server's engine, after a Claim of the session: each subject's snapshot and the changes
+// server's engine, after a Claim of the session: each one's snapshot and the changes
 // after it are replayed into a scratch engine, and the records it ends with are applied
 // to the engine, which carries them on (their sequence numbers, their retransmission
 // queues, their items sampled again). It returns how many it restored.
@@ -226,50 +266,53 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, ctx.Err())
 	}
 	hash := hashOf(sessionID)
-	filter := fmt.Sprintf("%s.sub.%s.*", m.cfg.Cluster, hash)
-	info, err := m.subs.Info(ctx, jetstream.WithSubjectFilter(filter))
+	msgs, err := m.sessionMessages(ctx, hash)
 	if err != nil {
-		return 0, fmt.Errorf("mirror: subscriptions of %v: %w", sessionID, err)
+		return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
 	}
-	if len(info.State.Subjects) == 0 {
-		return 0, nil
-	}
-	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
-	scratch := m.cfg.Subs.Scratch()
-	since := make(map[string]uint64) // per subject: the changes replayed so far
-	broken := make(map[uint32]bool)  // subscriptions whose stream does not replay
-	for _, subject := range subjects {
-		id, ok := subID(subject)
+	subs := make(map[uint32]*storedSub)
+	for _, msg := range msgs {
+		id, snap, ok := m.parseSubject(hash, msg.Subject)
 		if !ok {
 			continue
 		}
-		// Bounded by what the subject held at Info, and a rollup's worth more.
-		msgs, err := m.subjectMessages(ctx, subject, int(info.State.Subjects[subject])+snapshotEvery+1)
-		if err != nil {
-			return 0, fmt.Errorf("mirror: reading subscriptions of %v: %w", sessionID, err)
+		s := subs[id]
+		if s == nil {
+			s = new(storedSub)
+			subs[id] = s
 		}
-		for _, msg := range msgs {
-			if err := m.replay(scratch, subject, msg.Data, since); err != nil {
-				// A gap (a write lost while the mirror was degraded) or a record this
-				// server cannot open: that subscription cannot go on here.
-				m.log.Warn("mirror: a subscription of a taken-over session does not replay", "session", sessionID, "subscription", id, "err", err)
-				broken[id] = true
-				break
-			}
+		if snap {
+			s.snap = &msg
+		} else {
+			s.changes = append(s.changes, msg)
+		}
+	}
+	scratch := m.cfg.Subs.Scratch()
+	since := make(map[uint32]restoredSub) // the last change replayed and the snapshot's time
+	for _, id := range slices.Sorted(maps.Keys(subs)) {
+		last, err := m.replay(scratch, subs[id])
+		if err != nil {
+			// A gap (a write lost while the mirror was degraded) or a record this server
+			// cannot open: that subscription cannot go on here.
+			m.log.Warn("mirror: a subscription of a taken-over session does not replay", "session", sessionID, "subscription", id, "err", err)
+			continue
+		}
+		if s := subs[id].snap; s != nil {
+			since[id] = restoredSub{n: last, at: s.Time}
 		}
 	}
 	recs := scratch.Snapshot()
 	restored := 0
 	for i := range recs {
 		r := &recs[i]
-		if broken[r.ID] {
+		rs, ok := since[r.ID]
+		if !ok {
 			continue
 		}
 		// The set's copy is this record already: the changes go on from its number,
-		// with no new snapshot (a rollup, which NATS pays for with a purge, times every
-		// subscription a failover moves).
+		// with no new snapshot.
 		m.mu.Lock()
-		m.restored[r.ID] = since[m.subSubject(hash, r.ID)]
+		m.restored[r.ID] = rs
 		m.mu.Unlock()
 		err := m.cfg.Subs.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: r.ID, Record: r})
 		m.mu.Lock()
@@ -283,84 +326,162 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 	return restored, nil
 }
 
-// subjectMessages reads the messages of subject in <set>-subs, at most bound of them. It
-// asks for all of them at once with a direct get, which any replica of the stream may
-// answer, and takes the answer only if it reaches the last message the stream's leader
-// has of the subject: a replica's messages are a prefix of the leader's, and one a write
-// behind would restore a state older than the set's. Otherwise it reads them from the
-// leader one by one. A failover restores many subscriptions at once; one request each
-// instead of one per message keeps NATS answering the other servers' writes meanwhile.
-func (m *Mirror) subjectMessages(ctx context.Context, subject string, bound int) ([]storedMsg, error) {
-	last, err := m.leaderGet(ctx, msgGet{LastFor: subject})
+// storedSub is what <set>-subs holds of one subscription: its snapshot (nil if none) and
+// the last message of each of its change slots.
+type storedSub struct {
+	snap    *storedMsg
+	changes []storedMsg
+}
+
+// restoredSub is how far Restore replayed a subscription: the number of its last change,
+// and when its snapshot was written.
+type restoredSub struct {
+	n  uint64
+	at time.Time
+}
+
+// parseSubject returns the subscription of a subject of the session whose hash is
+// session, and whether it is the snapshot's.
+func (m *Mirror) parseSubject(session, subject string) (id uint32, snap bool, ok bool) {
+	rest, ok := strings.CutPrefix(subject, m.subPrefix(session))
+	if !ok {
+		return 0, false, false
+	}
+	ids, kind, _ := strings.Cut(rest, ".")
+	n, err := strconv.ParseUint(ids, 10, 32)
+	if err != nil {
+		return 0, false, false
+	}
+	switch {
+	case kind == "s":
+		return uint32(n), true, true
+	case strings.HasPrefix(kind, "c."):
+		return uint32(n), false, true
+	}
+	return 0, false, false
+}
+
+// sessionMessages reads the last message of every subject of the subscriptions of the
+// session whose hash is session: with multi_last direct gets, which any replica of the
+// stream may answer, taken only if the replica had reached the last message the stream's
+// leader has of the session (a replica's messages are a prefix of the leader's, and one
+// a write behind would restore a state older than the set's); otherwise from the leader,
+// subject by subject. A failover restores many sessions at once; a few requests each
+// keep NATS answering the other servers' writes meanwhile.
+func (m *Mirror) sessionMessages(ctx context.Context, session string) ([]storedMsg, error) {
+	prefix := m.subPrefix(session)
+	last, err := m.leaderGet(ctx, msgGet{LastFor: prefix + ">"})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if msgs, err := m.directBatch(ctx, subject, bound); err == nil && len(msgs) > 0 && msgs[len(msgs)-1].Sequence >= last.Sequence {
+	if msgs, ok := m.directSession(ctx, session, last.Sequence); ok {
 		return msgs, nil
 	}
+	info, err := m.subs.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
 	var msgs []storedMsg
-	for seq := uint64(1); len(msgs) < bound; {
-		msg, err := m.leaderGet(ctx, msgGet{Seq: seq, NextFor: subject})
+	for _, subject := range slices.Sorted(maps.Keys(info.State.Subjects)) {
+		msg, err := m.leaderGet(ctx, msgGet{LastFor: subject})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
+			continue // gone since Info
 		}
 		if err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, *msg)
-		seq = msg.Sequence + 1
 	}
 	return msgs, nil
 }
 
-// msgGet is a request of the stream API's MSG.GET and DIRECT.GET.
-type msgGet struct {
-	Seq     uint64 `json:"seq,omitempty"`
-	NextFor string `json:"next_by_subj,omitempty"`
-	LastFor string `json:"last_by_subj,omitempty"`
-	Batch   int    `json:"batch,omitempty"`
+// directSession reads the session's snapshots, and then the change slots of those
+// subscriptions, a few subscriptions a request, with multi_last direct gets; false when
+// a replica had not reached seq (the leader's last message of the session, which the
+// answers must hold) or a get failed.
+func (m *Mirror) directSession(ctx context.Context, session string, seq uint64) ([]storedMsg, bool) {
+	prefix := m.subPrefix(session)
+	snaps, upTo, err := m.directLast(ctx, []string{prefix + "*.s"})
+	if err != nil || upTo < seq {
+		return nil, false
+	}
+	msgs := snaps
+	for group := range slices.Chunk(snaps, maxMultiLast/changeSlots) {
+		filters := make([]string, 0, len(group))
+		for _, msg := range group {
+			if id, _, ok := m.parseSubject(session, msg.Subject); ok {
+				filters = append(filters, prefix+strconv.FormatUint(uint64(id), 10)+".c.*")
+			}
+		}
+		if len(filters) == 0 {
+			continue
+		}
+		changes, upTo, err := m.directLast(ctx, filters)
+		if err != nil || (len(changes) > 0 && upTo < seq) {
+			return nil, false
+		}
+		msgs = append(msgs, changes...)
+	}
+	// A replica that answered "none" for changes the leader has is behind too.
+	return msgs, slices.ContainsFunc(msgs, func(msg storedMsg) bool { return msg.Sequence == seq })
 }
 
-// directBatch reads up to batch messages of subject with one direct get: the messages
-// arrive one by one on an inbox, and a status message (204, end of batch; 404, none)
-// ends them.
-func (m *Mirror) directBatch(ctx context.Context, subject string, batch int) ([]storedMsg, error) {
-	req, err := json.Marshal(msgGet{Seq: 1, NextFor: subject, Batch: batch})
+// msgGet is a request of the stream API's MSG.GET and DIRECT.GET.
+type msgGet struct {
+	LastFor   string   `json:"last_by_subj,omitempty"`
+	MultiLast []string `json:"multi_last,omitempty"`
+}
+
+// directLast reads the last message of each subject matching filters with one direct
+// get: the messages arrive one by one on an inbox, and a status message ends them (204,
+// end of batch, which says up to which sequence the replica answered; 404, none). upTo
+// is 0 when there was none.
+func (m *Mirror) directLast(ctx context.Context, filters []string) (msgs []storedMsg, upTo uint64, err error) {
+	req, err := json.Marshal(msgGet{MultiLast: filters})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	inbox := nats.NewInbox()
 	sub, err := m.nc.SubscribeSync(inbox)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := m.nc.PublishRequest("$JS.API.DIRECT.GET."+subsStream(m.cfg.Cluster), inbox, req); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var msgs []storedMsg
-	for len(msgs) <= batch {
+	for len(msgs) <= maxMultiLast {
 		msg, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		switch msg.Header.Get("Status") {
 		case "":
-		case "204", "404":
-			return msgs, nil
+		case "204":
+			upTo, err := strconv.ParseUint(msg.Header.Get("Nats-UpTo-Sequence"), 10, 64)
+			if err != nil {
+				return nil, 0, fmt.Errorf("mirror: direct get: up to sequence: %w", err)
+			}
+			return msgs, upTo, nil
+		case "404":
+			return nil, 0, nil
 		default:
-			return nil, fmt.Errorf("mirror: direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
+			return nil, 0, fmt.Errorf("mirror: direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
 		}
 		seq, err := strconv.ParseUint(msg.Header.Get(jetstream.SequenceHeader), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("mirror: direct get: sequence: %w", err)
+			return nil, 0, fmt.Errorf("mirror: direct get: sequence: %w", err)
 		}
-		msgs = append(msgs, storedMsg{Sequence: seq, Data: msg.Data})
+		at, err := time.Parse(time.RFC3339Nano, msg.Header.Get(jetstream.TimeStampHeaer))
+		if err != nil {
+			return nil, 0, fmt.Errorf("mirror: direct get: time stamp: %w", err)
+		}
+		msgs = append(msgs, storedMsg{Subject: msg.Header.Get(jetstream.SubjectHeader), Sequence: seq, Time: at, Data: msg.Data})
 	}
-	return nil, errors.New("mirror: direct get: more messages than asked for")
+	return nil, 0, errors.New("mirror: direct get: more messages than asked for")
 }
 
 // leaderGet asks the leader of <set>-subs for one message (the stream's MSG.GET;
@@ -395,47 +516,73 @@ func (m *Mirror) leaderGet(ctx context.Context, get msgGet) (*storedMsg, error) 
 
 // storedMsg is a message of a stream as MSG.GET returns it; Data arrives in base64.
 type storedMsg struct {
-	Sequence uint64 `json:"seq"`
-	Data     []byte `json:"data"`
+	Subject  string    `json:"subject"`
+	Sequence uint64    `json:"seq"`
+	Time     time.Time `json:"time"`
+	Data     []byte    `json:"data"`
 }
 
-// subID is the subscription ID at the end of a subject of <set>-subs.
-func subID(subject string) (uint32, bool) {
-	i := strings.LastIndexByte(subject, '.')
-	n, err := strconv.ParseUint(subject[i+1:], 10, 32)
-	return uint32(n), err == nil
-}
-
-// replay applies one message of <set>-subs to the scratch engine.
-func (m *Mirror) replay(scratch *subscription.Engine, subject string, data []byte, since map[string]uint64) error {
-	plain, err := m.open("subscription record", subject, data)
+// replay applies a subscription's snapshot and the changes after it to the scratch
+// engine, and returns the number of the last change applied. The change slots hold
+// changes older than the snapshot too, which it skips; a change missing between the
+// snapshot and the newest one is a gap.
+func (m *Mirror) replay(scratch *subscription.Engine, s *storedSub) (uint64, error) {
+	if s.snap == nil {
+		return 0, errors.New("mirror: changes without a snapshot")
+	}
+	snap, err := m.openSub(s.snap)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	switch snap.kind {
+	case msgDeleted:
+		return 0, nil // it ended; the scratch engine never has it
+	case msgChange:
+		return 0, fmt.Errorf("mirror: %s: a change in place of a snapshot", s.snap.Subject)
+	}
+	if err := scratch.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: snap.rec.ID, Record: snap.rec}); err != nil {
+		return 0, err
+	}
+	changes := make([]subMsg, 0, len(s.changes))
+	for i := range s.changes {
+		c, err := m.openSub(&s.changes[i])
+		if err != nil {
+			return 0, err
+		}
+		if c.kind != msgChange {
+			return 0, fmt.Errorf("mirror: %s: a snapshot in place of a change", s.changes[i].Subject)
+		}
+		if c.n > snap.n {
+			changes = append(changes, c)
+		}
+	}
+	slices.SortFunc(changes, func(a, b subMsg) int { return cmp.Compare(a.n, b.n) })
+	last := snap.n
+	for _, c := range changes {
+		if c.n != last+1 {
+			return 0, fmt.Errorf("mirror: %s: change %d follows change %d", s.snap.Subject, c.n, last)
+		}
+		for _, ch := range c.changes {
+			if err := scratch.Apply(ch); err != nil {
+				return 0, err
+			}
+		}
+		last = c.n
+	}
+	return last, nil
+}
+
+// openSub opens and decodes a message of <set>-subs.
+func (m *Mirror) openSub(msg *storedMsg) (subMsg, error) {
+	plain, err := m.open("subscription record", msg.Subject, msg.Data)
+	if err != nil {
+		return subMsg{}, err
 	}
 	sm, err := decodeSubMessage(plain)
 	if err != nil {
-		return fmt.Errorf("mirror: %s: %w", subject, err)
+		return subMsg{}, fmt.Errorf("mirror: %s: %w", msg.Subject, err)
 	}
-	switch sm.kind {
-	case msgSnapshot:
-		since[subject] = sm.n
-		return scratch.Apply(subscription.Change{Kind: subscription.ChangeCreated, Subscription: sm.rec.ID, Record: sm.rec})
-	case msgChange:
-		last := since[subject]
-		if sm.n <= last {
-			return nil // in the snapshot already
-		}
-		if sm.n != last+1 {
-			return fmt.Errorf("mirror: %s: change %d follows change %d", subject, sm.n, last)
-		}
-		for _, c := range sm.changes {
-			if err := scratch.Apply(c); err != nil {
-				return err
-			}
-		}
-		since[subject] = sm.n
-	}
-	return nil // a tombstone
+	return sm, nil
 }
 
 // subMsg is a decoded message of <set>-subs: a snapshot's record or changes.
