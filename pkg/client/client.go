@@ -56,6 +56,15 @@ type Client struct {
 	// server's, is what a connect storm is short of).
 	spare *uasc.ClientChannel
 
+	// sb is the standby (standby.go); no new one is made before sbAfter. sbStop ends
+	// the loop that keeps it, which closes sbDone.
+	sbmu    sync.Mutex
+	sb      *Client
+	sbAfter time.Time
+	sbStop  chan struct{}
+	sbDone  chan struct{}
+	sbOnce  sync.Once
+
 	// sessGen counts the sessions created, so that subscriptions notice a new one and
 	// move to it (publish.go).
 	sessGen    atomic.Uint64
@@ -132,6 +141,7 @@ func dial(ctx context.Context, endpointURL string, cfg config) (*Client, error) 
 	}
 	c.startKeepAlive()
 	c.startLevelWatch()
+	c.startStandby()
 	return c, nil
 }
 
@@ -641,6 +651,7 @@ func (c *Client) Close(ctx context.Context) error {
 	if p := c.pub.Load(); p != nil {
 		p.close()
 	}
+	c.stopStandby(ctx)
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if c.closed.Swap(true) {

@@ -23,7 +23,8 @@ import (
 // subscriptions are created again (subscription ids belong to one server, so they are
 // not transferred across servers). The move happens once the Backoff's attempts at the
 // current server are spent (with unbounded Attempts it never does), or earlier when the
-// server's ServiceLevel says it is going (ServiceLevelWatch).
+// server's ServiceLevel says it is going (ServiceLevelWatch). With Standby the move goes
+// to the standby's server first, on the channel already open to it.
 func Failover(urls ...string) Option {
 	return func(c *config) { c.failover = slices.Clone(urls) }
 }
@@ -86,12 +87,22 @@ func (c *Client) serviceLevel(ctx context.Context, url string) (byte, error) {
 		return 0, err
 	}
 	defer func() { _ = probe.Close(ctx) }()
-	dv, err := probe.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServiceLevel))
+	return probe.ServiceLevel(ctx)
+}
+
+// ServiceLevel reads the server's ServiceLevel (Part 5 §6.3.34): 0 maintenance, 1 no
+// data, 2-199 degraded, 200-255 healthy (Part 4 §6.6.2.4.2).
+func (c *Client) ServiceLevel(ctx context.Context) (byte, error) {
+	dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServiceLevel))
 	if err != nil {
 		return 0, err
 	}
 	if dv.Status.IsBad() || dv.Value.Type() != codec.TypeByte {
-		return 0, &StatusError{Service: "Read", Code: status.BadTypeMismatch}
+		code := dv.Status
+		if !code.IsBad() {
+			code = status.BadTypeMismatch
+		}
+		return 0, &StatusError{Service: "Read", Code: code}
 	}
 	return byte(dv.Value.Bits()), nil
 }
@@ -139,6 +150,9 @@ func (c *Client) best(ctx context.Context, urls []string, floor int) string {
 // ServiceLevel (ties go to the earlier one; level 0, maintenance, is skipped). cause is
 // the error of the failed reconnect, returned if no server answers. The caller holds rmu.
 func (c *Client) failover(ctx context.Context, cause error) error {
+	if c.useStandby(ctx, 0) {
+		return nil
+	}
 	best := c.best(ctx, c.cfg.failover, 0)
 	if best == "" {
 		return fmt.Errorf("client: failover: no server of the redundant set answers: %w", cause)
@@ -151,15 +165,9 @@ func (c *Client) failover(ctx context.Context, cause error) error {
 // takes over with its subscriptions (Part 4 §6.6.2), else a new one. On failure the
 // previous target is kept. The caller holds rmu.
 func (c *Client) retarget(ctx context.Context, url string) error {
-	type target struct {
-		url, host  string
-		ep         ua.EndpointDescription
-		eps        []ua.EndpointDescription
-		serverCert *x509.Certificate
-	}
-	old := target{c.url, c.host, c.ep, c.eps, c.serverCert}
+	old := c.target()
 	undo := func(err error) error {
-		c.url, c.host, c.ep, c.eps, c.serverCert = old.url, old.host, old.ep, old.eps, old.serverCert
+		c.setTarget(old)
 		return err
 	}
 	_, host, err := dialAddress(url)
@@ -185,6 +193,22 @@ func (c *Client) retarget(ctx context.Context, url string) error {
 		return undo(err)
 	}
 	return nil
+}
+
+// target is the server a client is pointed at.
+type target struct {
+	url, host  string
+	ep         ua.EndpointDescription
+	eps        []ua.EndpointDescription
+	serverCert *x509.Certificate
+}
+
+// target returns the server the client is pointed at. The caller holds rmu.
+func (c *Client) target() target { return target{c.url, c.host, c.ep, c.eps, c.serverCert} }
+
+// setTarget points the client at t. The caller holds rmu.
+func (c *Client) setTarget(t target) {
+	c.url, c.host, c.ep, c.eps, c.serverCert = t.url, t.host, t.ep, t.eps, t.serverCert
 }
 
 // URL returns the endpoint URL the client is connected to; it changes on failover.
@@ -223,11 +247,8 @@ func (c *Client) watchLevel(every time.Duration) {
 	c.rmu.Unlock()
 	if watching {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout)
-		dv, err := c.ReadValue(ctx, codec.NewNumericNodeId(0, id.Server_ServiceLevel))
-		if err == nil && dv.Status.IsGood() && dv.Value.Type() == codec.TypeByte {
-			if lvl := byte(dv.Value.Bits()); lvl < levelHealthy {
-				c.leave(ctx, lvl)
-			}
+		if lvl, err := c.ServiceLevel(ctx); err == nil && lvl < levelHealthy {
+			c.leave(ctx, lvl)
 		}
 		cancel()
 	}
@@ -253,15 +274,19 @@ func (c *Client) leave(ctx context.Context, cur byte) {
 	if cur > levelNoData {
 		floor = levelHealthy - 1
 	}
+	old := c.cur.Load()
+	if c.StandbyURL() != "" {
+		old.ch.Close()
+		if c.useStandby(ctx, floor) {
+			return
+		}
+	}
 	others := slices.DeleteFunc(slices.Clone(c.cfg.failover), func(u string) bool { return u == c.url })
 	best := c.best(ctx, others, floor)
 	if best == "" {
 		return
 	}
-	old := c.cur.Load()
-	if old != nil {
-		old.ch.Close()
-	}
+	old.ch.Close()
 	if err := c.retarget(ctx, best); err != nil {
 		// Still here: the next call reconnects to the current server as after any loss.
 		return

@@ -37,6 +37,7 @@ type config struct {
 	cache          *EndpointCache
 	failover       []string // endpoint URLs of a redundant set (failover.go)
 	levelWatch     time.Duration
+	standby        time.Duration // Standby's interval; zero without a standby
 }
 
 func defaultConfig() config {

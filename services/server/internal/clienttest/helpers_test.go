@@ -172,8 +172,9 @@ type proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex // guards conns
-	conns []net.Conn
+	mu       sync.Mutex // guards conns, accepted
+	conns    []net.Conn
+	accepted int
 }
 
 func newProxy(t testing.TB, target string) *proxy {
@@ -202,10 +203,18 @@ func (p *proxy) serve() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
+		p.accepted++
 		p.mu.Unlock()
 		go func() { _, _ = io.Copy(out, in); out.Close(); in.Close() }()
 		go func() { _, _ = io.Copy(in, out); in.Close(); out.Close() }()
 	}
+}
+
+// Accepted returns how many connections the proxy has forwarded.
+func (p *proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Drop closes every forwarded connection and reports how many pairs there were.

@@ -220,6 +220,51 @@ func TestMirrorFailoverTwice(t *testing.T) {
 	require.Equal(t, upTo(440), vals, "every value once, in order: %s", rec)
 }
 
+// TestMirrorStandby: a client with a standby keeps a channel and a session of its own open
+// to B; when A is lost it activates its session on that channel, with no new connection
+// to B, and the subscription goes on there with every value once, in order.
+func TestMirrorStandby(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nats := natsServer(t)
+	key := clusterKey(t)
+	a := mirroredServer(t, nats.ClientURL(), "standby", key, "A")
+	b := mirroredServer(t, nats.ClientURL(), "standby", key, "B")
+	trust := trustAll(t, a, b)
+	pa, pb := newProxy(t, a.Addr.String()), newProxy(t, b.Addr.String())
+	wa := dial(t, ctx, a.URL, dialOpts(t, securities[0], trust)...)
+	wb := dial(t, ctx, b.URL, dialOpts(t, securities[0], trust)...)
+	cl := dial(t, ctx, pa.URL(), dialOpts(t, securities[1], trust, client.Failover(pa.URL(), pb.URL()), client.Standby(50*time.Millisecond),
+		client.WithBackoff(client.Backoff{Initial: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 2}))...)
+	require.Eventually(t, func() bool { return cl.StandbyURL() == pb.URL() }, 10*time.Second, 20*time.Millisecond, "a standby at B")
+	require.Eventually(t, func() bool { return sessionCount(t, ctx, wb) == 2 }, 5*time.Second, 50*time.Millisecond,
+		"B holds the writer's session and the standby's")
+	write := writeAll(t, ctx, wa, wb)
+	write(0, 0)
+	sess := cl.SessionID()
+	sub, rec := subscribeDemo(t, ctx, cl, wa, client.SubscriptionParams{Interval: 50 * time.Millisecond})
+	write(1, 20)
+	rec.waitFor(t, 20, 10*time.Second)
+
+	before := pb.Accepted()
+	pa.ln.Close()
+	pa.Drop()
+	require.Eventually(t, func() bool { return cl.URL() == pb.URL() }, 30*time.Second, 20*time.Millisecond, "moved to B")
+	write(21, 40)
+	rec.waitFor(t, 40, 10*time.Second)
+	require.Equal(t, before, pb.Accepted(), "the move took the standby's channel")
+	require.Empty(t, cl.StandbyURL(), "the standby was used")
+
+	require.Equal(t, sess, cl.SessionID(), "the same session")
+	st := sub.Stats()
+	require.Zero(t, st.Recreated)
+	require.Zero(t, st.Lost)
+	require.Equal(t, upTo(40), slices.Compact(rec.values()), "every value once, in order: %s", rec)
+	// B holds the writer's session and the client's; the standby's was closed.
+	require.Eventually(t, func() bool { return sessionCount(t, ctx, wb) == 2 }, 5*time.Second, 50*time.Millisecond)
+}
+
 // writeAll returns a function that writes the values from..to to the demo Int32, each to
 // every server through its writer, a few milliseconds apart so that each is sampled.
 func writeAll(t *testing.T, ctx context.Context, writers ...*client.Client) func(from, to int32) {
