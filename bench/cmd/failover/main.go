@@ -57,9 +57,10 @@ type options struct {
 	server      string
 	out         string
 	quiet       bool
-	verbose     bool   // a line a second on stderr while the sessions move
-	profile     string // file for this process's CPU profile from the kill until every moved session resumed
-	bins        int    // histogram bins
+	verbose     bool          // a line a second on stderr while the sessions move
+	profile     string        // file for this process's CPU profile from the kill until every moved session resumed
+	standby     time.Duration // the sessions' Standby interval; 0 without
+	bins        int           // histogram bins
 }
 
 // barFailoverP99 is issue 19's bar for the failover time's 99th percentile.
@@ -82,6 +83,7 @@ func parse(args []string) (options, error) {
 	fs.DurationVar(&o.backoff.Initial, "backoff-initial", 20*time.Millisecond, "the clients' Backoff: first delay between reconnect attempts")
 	fs.DurationVar(&o.backoff.Max, "backoff-max", 100*time.Millisecond, "the clients' Backoff: longest delay")
 	fs.IntVar(&o.backoff.Attempts, "backoff-attempts", 2, "the clients' Backoff: attempts at the lost server before the move")
+	fs.DurationVar(&o.standby, "standby", 5*time.Second, "each session keeps a standby (client.Standby) read every interval; 0: none, the move probes the servers and opens a channel")
 	fs.StringVar(&o.security, "security", "Basic256Sha256", "Basic256Sha256 (SignAndEncrypt) or None, for every session")
 	fs.StringVar(&o.server, "server", "", "server binary (default: go build uastack.dev/services/server)")
 	fs.StringVar(&o.out, "out", "", "directory for failover.md, failover.json and failover.svg; empty prints Markdown only")
@@ -107,6 +109,8 @@ func parse(args []string) (options, error) {
 		return o, errors.New("-nats: 1, 3 or 5")
 	case o.interval <= 0 || o.killAfter <= 0 || o.after <= 0 || o.wait <= 0:
 		return o, errors.New("-interval, -kill-after, -after and -wait must be positive")
+	case o.standby < 0:
+		return o, errors.New("-standby: 0 or a positive interval")
 	case o.concurrency < 1 || o.apps < 1 || o.bins < 1 || o.queue < 1:
 		return o, errors.New("-concurrency, -apps, -bins and -queue must be positive")
 	case o.backoff.Attempts < 1:

@@ -26,6 +26,7 @@ const (
 	rowRecreated     = "subscriptions created again"
 	rowLost          = "notifications lost (Stats.Lost)"
 	rowRepublished   = "notifications republished"
+	rowStandbys      = "moved sessions with a standby at the kill"
 	rowDropped       = "notifications dropped by a client's buffer"
 	rowMovedMissed   = "values a moved session missed outside its gap"
 	rowGapTotal      = "values written in the gap and not seen (sampled data)"
@@ -115,6 +116,7 @@ func build(res *outcome) *report.Report {
 	set(rowRecreated, float64(res.recreated))
 	set(rowLost, float64(res.lost))
 	set(rowRepublished, float64(res.republished))
+	set(rowStandbys, float64(res.standbys))
 	set(rowDropped, float64(res.dropped))
 	set(rowMovedMissed, float64(missed))
 	set(rowGapTotal, float64(gap))
@@ -190,8 +192,12 @@ func build(res *outcome) *report.Report {
 		verdict(res.survivorMiss == 0 && res.notCurrent == 0), res.survivorMiss, res.notCurrent)
 	r.Note("Set: %d uastack servers (child processes) mirroring through %d NATS nodes in the bench process (replicas %d); %d sessions, %s, one subscription each (publishing interval %s) monitoring %s (queue %d); the counter written every %s to every live server; server %d killed with SIGKILL after %s.",
 		o.servers, o.nats, o.nats, o.sessions, o.security, o.interval, demoNode, o.queue, o.interval, o.kill, o.killAfter)
-	r.Note("The clients' Backoff: Initial %s, Max %s, Attempts %d (at the killed server, whose port refuses at once, before the move); the move reads the ServiceLevel of every server of the client's Failover list with a session each, then activates the same session at the best (ties to the earlier in the list, rotated per session to spread the moved sessions). ServiceLevelWatch is off: a killed server announces nothing.",
-		o.backoff.Initial, o.backoff.Max, o.backoff.Attempts)
+	move := "the move reads the ServiceLevel of every server of the client's Failover list with a session each, then opens a channel to the best and activates the same session there (ties to the earlier in the list, rotated per session to spread the moved sessions)"
+	if o.standby > 0 {
+		move = fmt.Sprintf("each session keeps a standby (client.Standby, its ServiceLevel read every %s): a channel and a session of its own at the best other server of its Failover list (ties to the earlier in the list, rotated per session), made at a random point of the first interval; the move activates the same session on the standby's channel, with no handshake; without a standby it moves as with -standby 0 (probes, then a new channel)", o.standby)
+	}
+	r.Note("The clients' Backoff: Initial %s, Max %s, Attempts %d (at the killed server, whose port refuses at once, before the move); %s. ServiceLevelWatch is off: a killed server announces nothing.",
+		o.backoff.Initial, o.backoff.Max, o.backoff.Attempts, move)
 	r.Note("Failover time: from the kill to the delivery of the first message published after the server was gone (or a keep-alive heard after it), so a Republish the client makes first to fill a gap is in it; the gap of a session is from the highest value it got in messages published before the kill to the lowest in the first message after it.")
 	r.Note("The NATS nodes and the clients run in the bench process: their CPU is the bench process's, not the servers'.")
 

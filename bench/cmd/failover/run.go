@@ -47,6 +47,7 @@ type outcome struct {
 	unlocated                             int           // sessions whose client was still moving at the end
 	lost, recreated, republished, dropped uint64
 	written                               int32 // the last value written
+	standbys                              int   // moved sessions that had a standby at the kill
 	writeFailed, writeSkipped             int
 	errs                                  []string
 }
@@ -223,6 +224,9 @@ func measure(ctx context.Context, o options, set *redundantSet, d *dialer, prog 
 		if s.home == o.kill {
 			s.sessionID = s.c.SessionID()
 			s.keepAlives = s.sub.Stats().KeepAlives
+			if s.c.StandbyURL() != "" {
+				res.standbys++
+			}
 			affected = append(affected, s)
 		}
 	}

@@ -183,7 +183,11 @@ func (d *dialer) dial(ctx context.Context, home, k int, failover bool, extra ...
 
 // establish dials session k on server home and subscribes it to the demo variable.
 func (d *dialer) establish(ctx context.Context, s *session, k int) error {
-	c, err := d.dial(ctx, s.home, k, true, client.SessionName(fmt.Sprintf("failover-%d", k)))
+	opts := []client.Option{client.SessionName(fmt.Sprintf("failover-%d", k))}
+	if d.o.standby > 0 {
+		opts = append(opts, client.Standby(d.o.standby))
+	}
+	c, err := d.dial(ctx, s.home, k, true, opts...)
 	if err != nil {
 		return err
 	}

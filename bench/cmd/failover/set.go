@@ -66,7 +66,7 @@ func startSet(ctx context.Context, o options, bin, dir string, ids []*uaserver.I
 		"mirror.replicas=" + strconv.Itoa(o.nats),
 		"limits.maxSessionCount=" + room,
 		"limits.maxSubscriptionCount=" + room,
-		"limits.maxChannelCount=" + room,
+		"limits.maxChannelCount=" + strconv.Itoa(2*o.sessions+64),
 		"limits.maxQueuedRequestCount=" + strconv.Itoa(max(200, 2*o.sessions)),
 	}, uaserver.ManyClientsOneSource...)
 	for i := range o.servers {
