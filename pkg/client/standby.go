@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -62,10 +63,10 @@ func (c *Client) tendStandby() {
 	sb, wait := c.sb, time.Until(c.sbAfter)
 	c.sbmu.Unlock()
 	if sb != nil {
-		if _, err := sb.ServiceLevel(ctx); err == nil && sb.url != cur {
-			return
+		if _, err := sb.ServiceLevel(ctx); err != nil || sb.url == cur {
+			c.dropStandby(ctx, sb)
 		}
-		c.dropStandby(ctx, sb)
+		return
 	}
 	if wait > 0 || len(others) == 0 {
 		return
@@ -93,12 +94,15 @@ func (c *Client) tendStandby() {
 	}
 }
 
-// dropStandby closes sb if it is still the standby.
+// dropStandby closes sb if it is still the standby. The next one is made between one
+// and two intervals later: the clients that lose their standby together, with the
+// server it was at, spread their handshakes at the servers left.
 func (c *Client) dropStandby(ctx context.Context, sb *Client) {
 	c.sbmu.Lock()
 	mine := c.sb == sb
 	if mine {
 		c.sb = nil
+		c.sbAfter = c.nextStandby()
 	}
 	c.sbmu.Unlock()
 	if mine {
@@ -111,10 +115,13 @@ func (c *Client) dropStandby(ctx context.Context, sb *Client) {
 // that server does not know it, a new one is created there), and the standby's own
 // session is closed. It reports whether the session moved. The caller holds rmu.
 func (c *Client) useStandby(ctx context.Context, floor int) bool {
+	if c.cfg.standby <= 0 {
+		return false
+	}
 	c.sbmu.Lock()
 	sb := c.sb
 	c.sb = nil
-	c.sbAfter = time.Now().Add(c.cfg.standby + rand.N(c.cfg.standby))
+	c.sbAfter = c.nextStandby()
 	c.sbmu.Unlock()
 	if sb == nil {
 		return false
@@ -132,7 +139,21 @@ func (c *Client) useStandby(ctx context.Context, floor int) bool {
 	l := sb.cur.Load()
 	old := c.target()
 	c.url, c.host, c.ep, c.eps, c.serverCert = sb.url, sb.host, sb.ep, sb.eps, sb.serverCert
-	err = c.bringUp(ctx, l.ch, true)
+	// A server taking many sessions over at once may refuse some as busy: they try
+	// again on the same channel (bringUp keeps it as the spare), not on a new one.
+	b := c.cfg.backoff
+	if b.Attempts > 0 {
+		b.Attempts = max(b.Attempts, standbyAttempts)
+	}
+	c.dropSpare()
+	c.spare = l.ch
+	err = retry(ctx, b, c.cfg.onRetry, func() error {
+		ch := c.takeSpare()
+		if ch == nil {
+			return errStandbyLost
+		}
+		return c.bringUp(ctx, ch, true)
+	})
 	c.dropSpare()
 	if err != nil {
 		c.setTarget(old)
@@ -146,6 +167,19 @@ func (c *Client) useStandby(ctx context.Context, floor int) bool {
 	}()
 	return true
 }
+
+// nextStandby is when a new standby may be made after one was used or lost. The caller
+// holds sbmu.
+func (c *Client) nextStandby() time.Time {
+	return time.Now().Add(c.cfg.standby + rand.N(c.cfg.standby))
+}
+
+// standbyAttempts is the least number of activations on the standby's channel a move
+// makes while the server refuses them as busy.
+const standbyAttempts = 5
+
+// errStandbyLost ends the activations on the standby's channel once it closed.
+var errStandbyLost = errors.New("client: the standby's channel closed")
 
 // standbyCheck bounds the ServiceLevel read that precedes a move to the standby: a
 // standby that does not answer at once is passed over for the other servers.
