@@ -66,7 +66,7 @@ type Ledger struct {
 	now      func() time.Time
 	rejected func(Rejection)
 
-	mu sync.Mutex // guards pools, table, spare, lastRelease, interval
+	mu sync.Mutex // guards pools, table, spare, lastRelease, interval, turn, lent
 	// pools are the shared pool, the bootstrap and reconnect reserves and the trusted
 	// owners' reserves, in that order.
 	pools []pool
@@ -79,6 +79,10 @@ type Ledger struct {
 	// such releases: how fast the stage drains when it is busy.
 	lastRelease time.Time
 	interval    time.Duration
+	// turn is the last turn RetryAfter gave a refused charge.
+	turn time.Time
+	// lent are the units Lend took out of their pools.
+	lent int
 
 	rejections [ReasonCount]atomic.Uint64
 }
@@ -252,13 +256,61 @@ func (l *Ledger) Release(c Charge) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.freeLocked(c)
+	l.disownLocked(c)
+}
+
+// Lend takes the units of c out of their pool while the holder waits on the network
+// (pipeline.Request.Away), so that they admit other charges meanwhile: a stage bounds
+// work that runs, and a session takeover spends most of its time waiting on NATS. At
+// most as many units as the stage has are lent at once, so that what runs and what
+// waits stay within twice its capacity. It reports whether it lent them. Return takes
+// them back, beyond the pool's capacity if need be, since the holder was admitted
+// before; a charge released while lent goes with ReleaseLent.
+func (l *Ledger) Lend(c Charge) bool {
+	if c.pool == 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lent+int(c.n) > l.capacityLocked() {
+		return false
+	}
+	l.lent += int(c.n)
+	l.freeLocked(c)
+	return true
+}
+
+// Return counts the units of c, which Lend lent, in their pool again.
+func (l *Ledger) Return(c Charge) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lent -= int(c.n)
+	l.pools[c.pool-1].used += int(c.n)
+}
+
+// ReleaseLent releases c while Lend has lent its units: only its owner's holding is
+// left to give back.
+func (l *Ledger) ReleaseLent(c Charge) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lent -= int(c.n)
+	l.disownLocked(c)
+}
+
+// freeLocked gives the units of c back to their pool.
+func (l *Ledger) freeLocked(c Charge) {
 	shared := &l.pools[poolShared]
 	if shared.used >= shared.cap-l.headroom {
 		l.drainedLocked()
 	} else {
-		l.lastRelease = time.Time{}
+		l.lastRelease, l.turn = time.Time{}, time.Time{}
 	}
 	l.pools[c.pool-1].used -= int(c.n)
+}
+
+// disownLocked takes the units of c off its owner's holding.
+func (l *Ledger) disownLocked(c Charge) {
 	if !l.owners {
 		return
 	}
@@ -291,24 +343,29 @@ func (l *Ledger) drainedLocked() {
 // retryAfterUnknown is the hint before any drain was seen.
 const retryAfterUnknown = 100 * time.Millisecond
 
-// RetryAfter estimates how long a refused charge should wait: the units held times the
-// recent interval between releases of a busy stage (or the time since the last release,
-// when that is longer: the stage is stalled), within [RetryAfterMin, RetryAfterMax].
+// RetryAfter tells a refused charge how long to wait: the refused are given turns one
+// recent interval between releases of the busy stage apart (or the time since the last
+// release, when that is longer: the stage is stalled), each behind the turns already
+// given, within [RetryAfterMin, RetryAfterMax]. A busy stage frees about one unit an
+// interval, so the k-th refused finds one free after about k intervals; the units held
+// are released side by side, and telling every refused charge to wait for all of them
+// kept clients away for seconds after the stage had room again.
 func (l *Ledger) RetryAfter() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
 	per := l.interval
 	if !l.lastRelease.IsZero() {
-		per = max(per, l.now().Sub(l.lastRelease))
+		per = max(per, now.Sub(l.lastRelease))
 	}
 	if per <= 0 {
 		per = retryAfterUnknown
 	}
-	used := 0
-	for _, p := range l.pools {
-		used += p.used
+	if l.turn.Before(now) {
+		l.turn = now
 	}
-	return clampRetryAfter(per * time.Duration(max(used, 1)))
+	l.turn = l.turn.Add(per)
+	return clampRetryAfter(l.turn.Sub(now))
 }
 
 // StageStats is a snapshot of one stage.
@@ -342,6 +399,10 @@ func (l *Ledger) Stats() StageStats {
 func (l *Ledger) Capacity() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.capacityLocked()
+}
+
+func (l *Ledger) capacityLocked() int {
 	n := 0
 	for _, p := range l.pools {
 		n += p.cap

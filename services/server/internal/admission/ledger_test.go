@@ -153,6 +153,8 @@ func TestRetryAfter(t *testing.T) {
 	now := time.Unix(1000, 0)
 	l := NewLedger(LedgerConfig{Stage: StageSession, Shared: 4, Now: func() time.Time { return now }})
 	require.Equal(t, retryAfterUnknown, l.RetryAfter(), "before any drain was seen")
+	require.Equal(t, 2*retryAfterUnknown, l.RetryAfter(), "the next refused behind the first")
+	now = now.Add(time.Second)
 	got, _ := fill(t, l, src(1), Ordinary)
 	for _, c := range got[:3] {
 		now = now.Add(20 * time.Millisecond)
@@ -160,9 +162,59 @@ func TestRetryAfter(t *testing.T) {
 		_, _, ok := l.Acquire(src(1), Ordinary, 1)
 		require.True(t, ok)
 	}
-	require.Equal(t, 4*20*time.Millisecond, l.RetryAfter(), "four held, one released every 20 ms")
+	require.Equal(t, 20*time.Millisecond, l.RetryAfter(), "one released every 20 ms: the first refused waits one interval")
+	require.Equal(t, 40*time.Millisecond, l.RetryAfter(), "the next behind it")
+	require.Equal(t, 60*time.Millisecond, l.RetryAfter())
+	now = now.Add(10 * time.Millisecond)
+	require.Equal(t, 70*time.Millisecond, l.RetryAfter(), "turns are kept in time: 10 ms on, the fourth turn is 70 ms away")
 	now = now.Add(time.Hour)
 	require.Equal(t, RetryAfterMax, l.RetryAfter(), "a stalled stage caps the hint")
+}
+
+// TestLend: units lent while their holder waits on the network admit other charges; at
+// most the stage's capacity is lent; a lent charge comes back beyond the capacity, and
+// one released while lent gives back only its owner's holding.
+func TestLend(t *testing.T) {
+	t.Parallel()
+	l := NewLedger(LedgerConfig{Stage: StageSession, Shared: 2})
+	first, _, ok := l.Acquire(src(1), Ordinary, 1)
+	require.True(t, ok)
+	second, _, ok := l.Acquire(src(2), Ordinary, 1)
+	require.True(t, ok)
+	_, _, ok = l.Acquire(src(3), Ordinary, 1)
+	require.False(t, ok, "full")
+	require.True(t, l.Lend(first))
+	third, _, ok := l.Acquire(src(3), Ordinary, 1)
+	require.True(t, ok, "a lent unit admits another charge")
+	require.True(t, l.Lend(third))
+	fourth, _, ok := l.Acquire(src(4), Ordinary, 1)
+	require.True(t, ok)
+	require.False(t, l.Lend(fourth), "as many units as the stage has are lent already")
+	l.Return(first)
+	require.Equal(t, 3, l.Stats().Used, "back beyond the capacity")
+	_, _, ok = l.Acquire(src(5), Ordinary, 1)
+	require.False(t, ok)
+	l.ReleaseLent(third)
+	require.Equal(t, 3, l.Stats().Used, "a lent charge's units were out of the pool already")
+	require.True(t, l.Lend(fourth), "the released charge is no longer lent")
+	l.Return(fourth)
+	for _, c := range []Charge{first, second, fourth} {
+		l.Release(c)
+	}
+	require.Zero(t, l.Stats().Used)
+}
+
+// TestLendOwners: a lent charge still counts in its owner's holding until released.
+func TestLendOwners(t *testing.T) {
+	t.Parallel()
+	l := NewLedger(LedgerConfig{Stage: StageSession, Shared: 8, Owners: true, MaxOwners: 10})
+	c, _, ok := l.Acquire(src(1), Ordinary, 1)
+	require.True(t, ok)
+	require.True(t, l.Lend(c))
+	require.Equal(t, 1, l.Stats().Owners)
+	l.ReleaseLent(c)
+	require.Zero(t, l.Stats().Owners)
+	require.Zero(t, l.Stats().Used)
 }
 
 func TestBucket(t *testing.T) {

@@ -62,7 +62,7 @@ func (o *Outstanding) track(p *Pending) (done func()) {
 	})
 	return func() {
 		o.remove(k, e)
-		p.held.release()
+		p.release()
 	}
 }
 

@@ -210,3 +210,33 @@ func TestSessionAway(t *testing.T) {
 	require.True(t, ok, "the turn came back")
 	leave()
 }
+
+// TestPendingLent: a request away on the network lends its unit of session
+// establishment to others and takes it back after; when its context ends while away,
+// its charge is released once and not taken back.
+func TestPendingLent(t *testing.T) {
+	t.Parallel()
+	l := admission.NewLedger(admission.LedgerConfig{Stage: admission.StageSession, Shared: 1})
+	acquire := func() admission.Charge {
+		c, _, ok := l.Acquire(admission.SessionOwner(1), admission.Ordinary, 1)
+		require.True(t, ok)
+		return c
+	}
+	pd := &Pending{held: hold{l, acquire()}}
+	pd.lend()
+	require.Zero(t, l.Stats().Used, "lent while away")
+	pd.unlend()
+	require.Equal(t, 1, l.Stats().Used, "back after")
+	pd.release()
+	require.Zero(t, l.Stats().Used)
+
+	pd = &Pending{held: hold{l, acquire()}}
+	pd.lend()
+	other := acquire()
+	pd.release() // the request's context ended while it was away
+	pd.unlend()
+	pd.release()
+	require.Equal(t, 1, l.Stats().Used, "only the other charge is held")
+	l.Release(other)
+	require.Zero(t, l.Stats().Used)
+}

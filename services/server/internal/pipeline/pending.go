@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"uastack.dev/pkg/codec"
@@ -24,8 +25,47 @@ type Pending struct {
 	cancel   context.CancelFunc
 	stopTime func() bool // stops the deadline's answer; nil without a deadline
 	answered atomic.Bool
-	// held is what the request holds of the admission until its context ends.
+	// held is what the request holds of the admission until its context ends; lent says
+	// its units are lent while it waits on the network (Request.Away). The context's end
+	// may release it meanwhile: hmu orders the two.
+	hmu  sync.Mutex
 	held hold
+	lent bool
+}
+
+// release gives back what the request holds of the admission; a second call does
+// nothing.
+func (p *Pending) release() {
+	p.hmu.Lock()
+	h, lent := p.held, p.lent
+	p.held, p.lent = hold{}, false
+	p.hmu.Unlock()
+	switch {
+	case h.ledger == nil:
+	case lent:
+		h.ledger.ReleaseLent(h.charge)
+	default:
+		h.ledger.Release(h.charge)
+	}
+}
+
+// lend lends the units the request holds while it waits on the network.
+func (p *Pending) lend() {
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	if p.held.ledger != nil && !p.lent {
+		p.lent = p.held.ledger.Lend(p.held.charge)
+	}
+}
+
+// unlend takes the lent units back, unless the request was released meanwhile.
+func (p *Pending) unlend() {
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	if p.lent {
+		p.lent = false
+		p.held.ledger.Return(p.held.charge)
+	}
 }
 
 // Answer sends msg unless the request was answered already; it reports whether it sent.

@@ -64,8 +64,9 @@ type Request[C any] struct {
 	// answered says the handler answered the request or handed it on (Respond, Send,
 	// Enqueue, Handed): a panic after it does not answer it again.
 	answered bool
-	// queued says the handler runs as a job of StageSession, within its turn.
+	// queued says the handler runs as a job of StageSession, within its turn, for pd.
 	queued bool
+	pd     *Pending
 }
 
 // Respond sends msg in answer to r.
@@ -92,12 +93,17 @@ func (r *Request[C]) Handed() { r.answered = true }
 
 // Away runs fn, which waits on the network rather than on a processor (the redundant
 // set's store, when a session moves here), outside the turn of session establishment
-// that r's handler holds when it runs on a worker: other clients' CreateSession and
+// that r's handler holds when it runs on a worker, and with its unit of the session
+// establishment stage lent (admission.Ledger.Lend): other clients' CreateSession and
 // ActivateSession go on meanwhile. Elsewhere it just runs fn.
 func (r *Request[C]) Away(fn func()) {
 	if !r.queued {
 		fn()
 		return
+	}
+	if r.pd != nil {
+		r.pd.lend()
+		defer r.pd.unlend()
 	}
 	r.p.queue.Away(fn)
 }
@@ -346,7 +352,7 @@ func (ch *Channel[C]) Handle(ctx context.Context, req uasc.Request) {
 		wr := *r
 		wr.queued = true
 		p.enqueue(ctx, req, *h, j, held, func(pd *Pending) {
-			wr.Ctx = pd.Ctx
+			wr.Ctx, wr.pd = pd.Ctx, pd
 			pd.Answer(row.Answer(&wr))
 		})
 	case row.Answer != nil:
@@ -447,7 +453,7 @@ func (p *Pipeline[C]) enqueue(ctx context.Context, req uasc.Request, h ua.Reques
 	if done := p.outstanding.track(pd); done != nil {
 		context.AfterFunc(pd.Ctx, done)
 	} else if held.ledger != nil {
-		context.AfterFunc(pd.Ctx, held.release)
+		context.AfterFunc(pd.Ctx, pd.release)
 	}
 	j.Run = func() {
 		if !pd.Done() {
