@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -366,25 +367,37 @@ func (m *Mirror) parseSubject(session, subject string) (id uint32, snap bool, ok
 // stream may answer, taken only if the replica had reached the last message the stream's
 // leader has of the session (a replica's messages are a prefix of the leader's, and one
 // a write behind would restore a state older than the set's); otherwise from the leader,
-// subject by subject. A failover restores many sessions at once; a few requests each
-// keep NATS answering the other servers' writes meanwhile.
+// subject by subject. The leader is asked at the same time as the replicas. A failover
+// restores many sessions at once; a few requests each keep NATS answering the other
+// servers' writes meanwhile.
 func (m *Mirror) sessionMessages(ctx context.Context, session string) ([]storedMsg, error) {
 	prefix := m.subPrefix(session)
-	last, err := m.leaderGet(ctx, msgGet{LastFor: prefix + ">"})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	type leader struct {
+		last *storedMsg
+		err  error
+	}
+	lc := make(chan leader, 1)
+	go func() {
+		last, err := m.leaderGet(ctx, msgGet{LastFor: prefix + ">"})
+		lc <- leader{last, err}
+	}()
+	msgs, upTo, direct := m.directSession(ctx, session)
+	l := <-lc
+	if errors.Is(l.err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
+	if l.err != nil {
+		return nil, l.err
 	}
-	if msgs, ok := m.directSession(ctx, session, last.Sequence); ok {
+	seq := l.last.Sequence
+	if direct && upTo >= seq && slices.ContainsFunc(msgs, func(msg storedMsg) bool { return msg.Sequence == seq }) {
 		return msgs, nil
 	}
 	info, err := m.subs.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
 	if err != nil {
 		return nil, err
 	}
-	var msgs []storedMsg
+	msgs = nil
 	for _, subject := range slices.Sorted(maps.Keys(info.State.Subjects)) {
 		msg, err := m.leaderGet(ctx, msgGet{LastFor: subject})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -399,16 +412,22 @@ func (m *Mirror) sessionMessages(ctx context.Context, session string) ([]storedM
 }
 
 // directSession reads the session's snapshots, and then the change slots of those
-// subscriptions, a few subscriptions a request, with multi_last direct gets; false when
-// a replica had not reached seq (the leader's last message of the session, which the
-// answers must hold) or a get failed.
-func (m *Mirror) directSession(ctx context.Context, session string, seq uint64) ([]storedMsg, bool) {
+// subscriptions, a few subscriptions a request, with multi_last direct gets. upTo is the
+// least sequence the answering replicas had reached (math.MaxUint64 when none had
+// messages); false when a get failed. A replica that answers "none" for messages the
+// leader has is behind too: the caller checks that the leader's last message is among
+// them.
+func (m *Mirror) directSession(ctx context.Context, session string) (msgs []storedMsg, upTo uint64, ok bool) {
 	prefix := m.subPrefix(session)
-	snaps, upTo, err := m.directLast(ctx, []string{prefix + "*.s"})
-	if err != nil || upTo < seq {
-		return nil, false
+	upTo = math.MaxUint64
+	snaps, at, err := m.directLast(ctx, []string{prefix + "*.s"})
+	if err != nil {
+		return nil, 0, false
 	}
-	msgs := snaps
+	if len(snaps) > 0 {
+		upTo = min(upTo, at)
+	}
+	msgs = snaps
 	for group := range slices.Chunk(snaps, maxMultiLast/changeSlots) {
 		filters := make([]string, 0, len(group))
 		for _, msg := range group {
@@ -419,14 +438,16 @@ func (m *Mirror) directSession(ctx context.Context, session string, seq uint64) 
 		if len(filters) == 0 {
 			continue
 		}
-		changes, upTo, err := m.directLast(ctx, filters)
-		if err != nil || (len(changes) > 0 && upTo < seq) {
-			return nil, false
+		changes, at, err := m.directLast(ctx, filters)
+		if err != nil {
+			return nil, 0, false
+		}
+		if len(changes) > 0 {
+			upTo = min(upTo, at)
 		}
 		msgs = append(msgs, changes...)
 	}
-	// A replica that answered "none" for changes the leader has is behind too.
-	return msgs, slices.ContainsFunc(msgs, func(msg storedMsg) bool { return msg.Sequence == seq })
+	return msgs, upTo, true
 }
 
 // msgGet is a request of the stream API's MSG.GET and DIRECT.GET.
