@@ -27,7 +27,7 @@
 // sequence-number order to a callback or a channel, keep several Publish requests in
 // flight, and survive reconnects: gaps are fetched with Republish, and on a new session
 // subscriptions are transferred or created again; Failover moves to the healthiest
-// server of a redundant set.
+// server of a redundant set, and Standby keeps a channel open to move onto.
 //
 // Security is explicit: without the Security option the most secure endpoint other than
 // None is chosen, and a server certificate must pass the TrustStore unless
