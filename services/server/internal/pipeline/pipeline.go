@@ -155,13 +155,6 @@ type hold struct {
 	charge admission.Charge
 }
 
-// release returns the charge, if any.
-func (h hold) release() {
-	if h.ledger != nil {
-		h.ledger.Release(h.charge)
-	}
-}
-
 // channelAdmission is what the admission knows of a channel, found once on the
 // channel's goroutine: who its requests are charged to before they name a session, and
 // its trusted owner, if any.
