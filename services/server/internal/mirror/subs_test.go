@@ -60,3 +60,17 @@ func FuzzDecodeSubMessage(f *testing.F) {
 		_, _ = decodeSubMessage(b)
 	})
 }
+
+// TestRenewSnapshots: a subscription whose snapshot is half as old as the stream keeps
+// messages is due for a new one, once; a younger one is not.
+func TestRenewSnapshots(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := &Mirror{cfg: Config{MaxAge: time.Hour}, snaps: make(map[uint32]bool),
+		snapAt: map[uint32]time.Time{1: now.Add(-31 * time.Minute), 2: now.Add(-29 * time.Minute)}}
+	m.w.init(m)
+	m.renewSnapshots(now)
+	require.Equal(t, map[uint32]bool{1: true}, m.snaps)
+	clear(m.snaps)
+	m.renewSnapshots(now.Add(30 * time.Second))
+	require.Empty(t, m.snaps, "not again before the one asked for is taken")
+}
