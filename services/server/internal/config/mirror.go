@@ -44,6 +44,11 @@ type Mirror struct {
 	// leaves. Default 2s. Timeout bounds each request to NATS. Default 5s.
 	SendWait time.Duration `koanf:"sendWait"`
 	Timeout  time.Duration `koanf:"timeout"`
+	// BatchWindow is how long the subscription engine waits, after publishing cycles
+	// whose messages it had to wait for, before the next: the cycles due meanwhile, up
+	// to this much late, go out together and their messages are one write to NATS.
+	// Default 5ms; 0 writes every cycle at once.
+	BatchWindow time.Duration `koanf:"batchWindow"`
 	// MaxBytes bounds the set's subscription stream (default 1 GiB), MaxAge how long
 	// a subscription whose server died is kept for its session to come back
 	// (default 1h).
@@ -61,7 +66,7 @@ func (m Mirror) Enabled() bool { return len(m.URLs) > 0 }
 
 func defaultMirror() Mirror {
 	return Mirror{Cluster: "uastack", Replicas: 1, SendWait: 2 * time.Second, Timeout: 5 * time.Second,
-		MaxBytes: 1 << 30, MaxAge: time.Hour}
+		BatchWindow: 5 * time.Millisecond, MaxBytes: 1 << 30, MaxAge: time.Hour}
 }
 
 // ClusterKey returns the cluster key of mirror.key or mirror.keyFile.
@@ -121,6 +126,7 @@ func (c *Config) validateMirror(ps *problems) {
 	}
 	ps.positive("mirror.sendWait", m.SendWait)
 	ps.positive("mirror.timeout", m.Timeout)
+	ps.notNegative("mirror.batchWindow", m.BatchWindow)
 	ps.positive("mirror.maxAge", m.MaxAge)
 	for i, u := range m.Namespaces {
 		if strings.TrimSpace(u) == "" || u == "http://opcfoundation.org/UA/" {

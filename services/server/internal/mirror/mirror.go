@@ -45,6 +45,9 @@ type Config struct {
 	// Timeout bounds each request to NATS (connect, a session's compare-and-swap, a
 	// takeover's reads).
 	Timeout time.Duration
+	// BatchWindow is how long the engine waits after publishing cycles that waited for
+	// the mirror before it runs the next (subscription.Engine.SetSendBarrier).
+	BatchWindow time.Duration
 
 	Sessions *session.Table
 	Subs     *subscription.Engine
@@ -228,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (*Mirror, error) {
 	m.w.init(m)
 	m.sw.init(m)
 	cfg.Subs.SetIDSpace(m.node)
-	cfg.Subs.SetSendBarrier(m.barrier)
+	cfg.Subs.SetSendBarrier(m.barrier, cfg.BatchWindow)
 	m.stops = append(m.stops, cfg.Subs.Observe(m.subscriptionChanged))
 	cfg.Sessions.Observe(m.sessionChanged)
 	if err := m.watchSessions(); err != nil {

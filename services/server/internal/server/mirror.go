@@ -59,7 +59,7 @@ func (s *Server) startMirror() error {
 		URLs: mc.URLs, Options: opts, Cluster: mc.Cluster, Key: key,
 		ServerURI: s.cfg.Application.ApplicationURI, Certificate: s.cert.Raw,
 		Replicas: mc.Replicas, MaxBytes: int64(mc.MaxBytes), MaxAge: mc.MaxAge,
-		SendWait: mc.SendWait, Timeout: mc.Timeout,
+		SendWait: mc.SendWait, Timeout: mc.Timeout, BatchWindow: mc.BatchWindow,
 		Sessions: s.sessions, Subs: s.subs, Log: s.log,
 		Members: s.redundantSet,
 		Values:  s.mirroredValues(),

@@ -102,9 +102,13 @@ type Engine struct {
 	panics *telemetry.Panics
 
 	// space is the high byte of the subscription IDs this engine creates (SetIDSpace);
-	// barrier runs before responses leave (SetSendBarrier). Both are set before serving.
-	space   uint8
-	barrier func()
+	// barrier runs before responses leave, and Run waits coalesce after a Step that
+	// sent through it (SetSendBarrier). They are set before serving. barred says the
+	// last Step sent through the barrier; Step sets it, Run reads it.
+	space    uint8
+	barrier  func()
+	coalesce time.Duration
+	barred   bool
 }
 
 // New returns an engine with the given limits, clock (nil means time.Now) and sampler.
@@ -138,6 +142,18 @@ func (e *Engine) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		next, ok := e.guardedStep()
+		if e.barred && e.coalesce > 0 {
+			// The cycles due meanwhile go out together in the next Step, and the
+			// barrier waits for them once.
+			e.barred = false
+			t.Reset(e.coalesce)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			continue
+		}
 		d := time.Hour
 		if ok {
 			d = max(next.Sub(e.now()), 0)
@@ -186,6 +202,7 @@ func later(a, b time.Time) time.Time {
 func (e *Engine) Step() (next time.Time, ok bool) {
 	out, batch, next, ok := e.due(e.now())
 	e.send(out)
+	e.barred = e.barrier != nil && len(out) > 0
 	e.sent(out)
 	if batch != nil {
 		if cap(batch.out) < len(batch.rvs) {

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,5 +194,48 @@ func TestRunPanics(t *testing.T) {
 		}
 		in.mu.Unlock()
 		require.Contains(t, got, float64(10+v), "published after the panic")
+	}
+}
+
+// TestRunCoalesces: with a send barrier and a batch window, Run steps again only a
+// window after a Step that sent: two subscriptions due every 20 ms each have their
+// cycles answered in batches at least the window apart, and every Publish is answered.
+func TestRunCoalesces(t *testing.T) {
+	t.Parallel()
+	const window = 100 * time.Millisecond
+	e := New(testLimits(), nil, &panicSampler{calls: atomic.Int32{}})
+	var mu sync.Mutex // guards calls
+	var calls []time.Time
+	e.SetSendBarrier(func() {
+		mu.Lock()
+		calls = append(calls, time.Now())
+		mu.Unlock()
+	}, window)
+	ses := codec.NewNumericNodeId(1, 1)
+	for range 2 {
+		_, _, code := e.Create(ses, "anonymous", Params{PublishingInterval: 20, MaxKeepAliveCount: 1, LifetimeCount: 300}, true)
+		require.Equal(t, status.Good, code)
+	}
+	in := &inbox{}
+	for range 12 {
+		e.Publish(ses, nil, nil, in, time.Time{})
+	}
+	// Each new subscription answers its first Publish at once, on the caller's
+	// goroutine; the rest are Run's.
+	mu.Lock()
+	first := len(calls)
+	mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	require.Eventually(t, func() bool { return in.count() == 12 }, 5*time.Second, time.Millisecond, "every Publish answered")
+	mu.Lock()
+	defer mu.Unlock()
+	calls = calls[first:]
+	require.GreaterOrEqual(t, len(calls), 2)
+	require.Less(t, len(calls), 12, "cycles due within a window go out together")
+	for i := 1; i < len(calls); i++ {
+		require.GreaterOrEqual(t, calls[i].Sub(calls[i-1]), window, "batch %d", i)
 	}
 }

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"slices"
+	"time"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
@@ -53,8 +54,12 @@ func (e *Engine) nextIDLocked() uint32 {
 // each batch of responses and without the engine's lock: a mirror waits there until the
 // NotificationMessages those responses carry (reported to observers as ChangeSent) are
 // kept elsewhere, so that a client can Republish them from another server. nil (the
-// default) sends at once. Call it before serving.
-func (e *Engine) SetSendBarrier(fn func()) { e.barrier = fn }
+// default) sends at once. After a batch sent through fn, Run steps again only coalesce
+// later: the publishing cycles due meanwhile, up to coalesce late, are one batch, whose
+// messages a mirror writes together. Call it before serving.
+func (e *Engine) SetSendBarrier(fn func(), coalesce time.Duration) {
+	e.barrier, e.coalesce = fn, coalesce
+}
 
 // WithRecord calls fn with the record of subscription id (nil when there is none)
 // under the engine's lock, between two changes: an observer that keeps the record there
