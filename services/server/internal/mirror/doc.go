@@ -12,9 +12,10 @@
 //     compare-and-swap on the record, so a server nonce is used once in the whole set.
 //   - <set>-nodes, a key-value bucket: one key per server, its ServerUri, kept alive
 //     while it runs; the key's number is the server's space of subscription IDs.
-//   - <set>-subs, a stream: per subscription (subject <set>.sub.<session hash>.<id>),
-//     its last snapshot and the changes since, each numbered; a snapshot rolls the
-//     subject up, so a subject holds at most one snapshot and a bounded run of changes.
+//   - <set>-subs, a stream that keeps one message per subject: per subscription its
+//     last snapshot (subject <set>.sub.<session hash>.<id>.s) and its numbered
+//     changes in a ring of slots (.c.<n mod changeSlots>), so a takeover reads at most
+//     one snapshot and changeSlots changes, each found by subject.
 //
 // Only NotificationMessages wait for JetStream: a Publish response leaves once the
 // messages it carries are kept (the engine's send barrier), so the server that takes a
