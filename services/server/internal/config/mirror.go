@@ -44,10 +44,10 @@ type Mirror struct {
 	// leaves. Default 2s. Timeout bounds each request to NATS. Default 5s.
 	SendWait time.Duration `koanf:"sendWait"`
 	Timeout  time.Duration `koanf:"timeout"`
-	// BatchWindow is how long the subscription engine waits, after publishing cycles
-	// whose messages it had to wait for, before the next: the cycles due meanwhile, up
-	// to this much late, go out together and their messages are one write to NATS.
-	// Default 5ms; 0 writes every cycle at once.
+	// BatchWindow: the publishing cycles due within it of cycles whose messages the
+	// engine had to wait for wait until it ends and go out together, up to this much
+	// late, their messages one write to NATS. Sampling is not held. Default 5ms; 0
+	// writes every cycle at once.
 	BatchWindow time.Duration `koanf:"batchWindow"`
 	// MaxBytes bounds the set's subscription stream (default 1 GiB), MaxAge how long
 	// a subscription whose server died is kept for its session to come back

@@ -45,8 +45,8 @@ type Config struct {
 	// Timeout bounds each request to NATS (connect, a session's compare-and-swap, a
 	// takeover's reads).
 	Timeout time.Duration
-	// BatchWindow is how long the engine waits after publishing cycles that waited for
-	// the mirror before it runs the next (subscription.Engine.SetSendBarrier).
+	// BatchWindow gathers the publishing cycles due within it of cycles that waited
+	// for the mirror (subscription.Engine.SetSendBarrier).
 	BatchWindow time.Duration
 
 	Sessions *session.Table

@@ -71,7 +71,9 @@ type Engine struct {
 	sessions map[codec.NodeId]*session
 	subs     map[uint32]*Subscription
 	byNode   map[codec.NodeId][]*item // push items by node; len mirrored in pushNodes
+	// timers holds the sampling and orphan timers, cycles the publishing timers.
 	timers   timerHeap
+	cycles   timerHeap
 	lastSub  uint32
 	lastItem uint32
 	items    int // monitored items in the server
@@ -102,13 +104,13 @@ type Engine struct {
 	panics *telemetry.Panics
 
 	// space is the high byte of the subscription IDs this engine creates (SetIDSpace);
-	// barrier runs before responses leave, and Run waits coalesce after a Step that
-	// sent through it (SetSendBarrier). They are set before serving. barred says the
-	// last Step sent through the barrier; Step sets it, Run reads it.
-	space    uint8
-	barrier  func()
-	coalesce time.Duration
-	barred   bool
+	// barrier runs before responses leave, and publishing cycles due within coalesce
+	// of a Step that sent through it wait for holdUntil (guarded by mu), to go out
+	// together (SetSendBarrier). space, barrier and coalesce are set before serving.
+	space     uint8
+	barrier   func()
+	coalesce  time.Duration
+	holdUntil time.Time
 }
 
 // New returns an engine with the given limits, clock (nil means time.Now) and sampler.
@@ -142,18 +144,6 @@ func (e *Engine) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		next, ok := e.guardedStep()
-		if e.barred && e.coalesce > 0 {
-			// The cycles due meanwhile go out together in the next Step, and the
-			// barrier waits for them once.
-			e.barred = false
-			t.Reset(e.coalesce)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			continue
-		}
 		d := time.Hour
 		if ok {
 			d = max(next.Sub(e.now()), 0)
@@ -177,8 +167,8 @@ func (e *Engine) guardedStep() (next time.Time, ok bool) {
 			e.panics.Recovered(telemetry.PlacePublish, v)
 			next, ok = e.now().Add(time.Millisecond), true
 			e.mu.Lock()
-			if len(e.timers) > 0 {
-				next = later(next, e.timers[0].due)
+			if first, any := e.nextLocked(); any {
+				next = later(next, first)
 			}
 			e.mu.Unlock()
 		}
@@ -202,7 +192,12 @@ func later(a, b time.Time) time.Time {
 func (e *Engine) Step() (next time.Time, ok bool) {
 	out, batch, next, ok := e.due(e.now())
 	e.send(out)
-	e.barred = e.barrier != nil && len(out) > 0
+	if e.barrier != nil && e.coalesce > 0 && len(out) > 0 {
+		e.mu.Lock()
+		e.holdUntil = e.now().Add(e.coalesce)
+		next, ok = e.nextLocked()
+		e.mu.Unlock()
+	}
 	e.sent(out)
 	if batch != nil {
 		if cap(batch.out) < len(batch.rvs) {
@@ -220,14 +215,17 @@ func (e *Engine) due(now time.Time) (out []outgoing, batch *sampleBatch, next ti
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out = e.out[:0]
+	// The publishing cycles, unless held for a batch (SetSendBarrier).
+	for !now.Before(e.holdUntil) && len(e.cycles) > 0 && !e.cycles[0].due.After(now) {
+		t := e.cycles[0]
+		s := t.sub
+		t.due = nextDue(t.due, s.interval, now)
+		heap.Fix(&e.cycles, 0)
+		out = e.tickLocked(s, now, out)
+	}
 	for len(e.timers) > 0 && !e.timers[0].due.After(now) {
 		t := e.timers[0]
 		switch {
-		case t.sub != nil:
-			s := t.sub
-			t.due = nextDue(t.due, s.interval, now)
-			heap.Fix(&e.timers, 0)
-			out = e.tickLocked(s, now, out)
 		case t.orphan != nil:
 			e.expireOrphanLocked(t.orphan)
 		case t.item != nil:
@@ -249,10 +247,20 @@ func (e *Engine) due(now time.Time) (out []outgoing, batch *sampleBatch, next ti
 			batch.rvs = append(batch.rvs, it.rv)
 		}
 	}
-	if len(e.timers) > 0 {
+	next, ok = e.nextLocked()
+	return out, batch, next, ok
+}
+
+// nextLocked returns when the next timer is due: the earliest sampling or orphan timer,
+// or the earliest publishing cycle, no sooner than the end of a hold.
+func (e *Engine) nextLocked() (next time.Time, ok bool) {
+	if len(e.cycles) > 0 {
+		next, ok = later(e.cycles[0].due, e.holdUntil), true
+	}
+	if len(e.timers) > 0 && (!ok || e.timers[0].due.Before(next)) {
 		next, ok = e.timers[0].due, true
 	}
-	return out, batch, next, ok
+	return next, ok
 }
 
 // sent releases the messages of Step's sent responses and keeps out for the next Step.
@@ -276,10 +284,11 @@ func nextDue(last time.Time, interval time.Duration, now time.Time) time.Time {
 // scheduleLocked adds t to the heap due at due and wakes Run when it became the first.
 func (e *Engine) scheduleLocked(t *timer, due time.Time) {
 	t.due = due
+	h := e.heapOf(t)
 	if t.index >= 0 {
-		heap.Fix(&e.timers, t.index)
+		heap.Fix(h, t.index)
 	} else {
-		heap.Push(&e.timers, t)
+		heap.Push(h, t)
 	}
 	if t.index == 0 {
 		select {
@@ -292,8 +301,17 @@ func (e *Engine) scheduleLocked(t *timer, due time.Time) {
 // unscheduleLocked removes t from the heap.
 func (e *Engine) unscheduleLocked(t *timer) {
 	if t.index >= 0 {
-		heap.Remove(&e.timers, t.index)
+		heap.Remove(e.heapOf(t), t.index)
 	}
+}
+
+// heapOf is the heap of t: publishing cycles apart from the sampling and orphan
+// timers, so that cycles held for a batch do not hold sampling up.
+func (e *Engine) heapOf(t *timer) *timerHeap {
+	if t.sub != nil {
+		return &e.cycles
+	}
+	return &e.timers
 }
 
 // timer is an entry of the engine's heap: the publishing timer of a subscription, the

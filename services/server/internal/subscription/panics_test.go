@@ -197,13 +197,16 @@ func TestRunPanics(t *testing.T) {
 	}
 }
 
-// TestRunCoalesces: with a send barrier and a batch window, Run steps again only a
-// window after a Step that sent: two subscriptions due every 20 ms each have their
-// cycles answered in batches at least the window apart, and every Publish is answered.
+// TestRunCoalesces: with a send barrier and a batch window, the publishing cycles due
+// within a window of a batch sent through the barrier wait and go out together: two
+// subscriptions due every 20 ms have their cycles answered in batches at least the
+// window apart, every Publish is answered, and an item sampled every 10 ms is sampled
+// on time meanwhile.
 func TestRunCoalesces(t *testing.T) {
 	t.Parallel()
 	const window = 100 * time.Millisecond
-	e := New(testLimits(), nil, &panicSampler{calls: atomic.Int32{}})
+	sampler := &countingSampler{}
+	e := New(testLimits(), nil, sampler)
 	var mu sync.Mutex // guards calls
 	var calls []time.Time
 	e.SetSendBarrier(func() {
@@ -212,10 +215,16 @@ func TestRunCoalesces(t *testing.T) {
 		mu.Unlock()
 	}, window)
 	ses := codec.NewNumericNodeId(1, 1)
+	var subs []uint32
 	for range 2 {
-		_, _, code := e.Create(ses, "anonymous", Params{PublishingInterval: 20, MaxKeepAliveCount: 1, LifetimeCount: 300}, true)
+		sub, _, code := e.Create(ses, "anonymous", Params{PublishingInterval: 20, MaxKeepAliveCount: 1, LifetimeCount: 300}, true)
 		require.Equal(t, status.Good, code)
+		subs = append(subs, sub)
 	}
+	_, code := e.CreateItems(ses, subs[0], ua.TimestampsToReturnNeither, []ItemRequest{
+		{Item: ua.ReadValueId{NodeId: node(1), AttributeId: 13}, Mode: ua.MonitoringModeSampling, ClientHandle: 1, SamplingInterval: 10, QueueSize: 1, Filter: DefaultFilter},
+	}, []status.Code{status.Good})
+	require.Equal(t, status.Good, code)
 	in := &inbox{}
 	for range 12 {
 		e.Publish(ses, nil, nil, in, time.Time{})
@@ -227,9 +236,11 @@ func TestRunCoalesces(t *testing.T) {
 	mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
+	start := time.Now()
 	go func() { defer close(ran); e.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-ran })
 	require.Eventually(t, func() bool { return in.count() == 12 }, 5*time.Second, time.Millisecond, "every Publish answered")
+	took := time.Since(start)
 	mu.Lock()
 	defer mu.Unlock()
 	calls = calls[first:]
@@ -238,4 +249,16 @@ func TestRunCoalesces(t *testing.T) {
 	for i := 1; i < len(calls); i++ {
 		require.GreaterOrEqual(t, calls[i].Sub(calls[i-1]), window, "batch %d", i)
 	}
+	require.Greater(t, int(sampler.calls.Load()), int(took/(20*time.Millisecond)), "sampled every 10 ms, not held with the cycles")
+}
+
+// countingSampler counts its Samples and answers 5.
+type countingSampler struct{ calls atomic.Int32 }
+
+func (s *countingSampler) Sample(items []ua.ReadValueId, out []codec.DataValue, done func()) {
+	s.calls.Add(1)
+	for i := range out {
+		out[i] = codec.DataValue{Value: codec.DoubleVariant(5)}
+	}
+	done()
 }

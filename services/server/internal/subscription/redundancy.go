@@ -54,9 +54,10 @@ func (e *Engine) nextIDLocked() uint32 {
 // each batch of responses and without the engine's lock: a mirror waits there until the
 // NotificationMessages those responses carry (reported to observers as ChangeSent) are
 // kept elsewhere, so that a client can Republish them from another server. nil (the
-// default) sends at once. After a batch sent through fn, Run steps again only coalesce
-// later: the publishing cycles due meanwhile, up to coalesce late, are one batch, whose
-// messages a mirror writes together. Call it before serving.
+// default) sends at once. The publishing cycles that fall due within coalesce after a
+// batch sent through fn wait until then and go out together, up to coalesce late, as
+// one batch whose messages a mirror writes together; sampling is not held. Call it
+// before serving.
 func (e *Engine) SetSendBarrier(fn func(), coalesce time.Duration) {
 	e.barrier, e.coalesce = fn, coalesce
 }
