@@ -167,7 +167,7 @@ func (e *Engine) guardedStep() (next time.Time, ok bool) {
 			e.panics.Recovered(telemetry.PlacePublish, v)
 			next, ok = e.now().Add(time.Millisecond), true
 			e.mu.Lock()
-			if first, any := e.nextLocked(); any {
+			if first, found := e.nextLocked(); found {
 				next = later(next, first)
 			}
 			e.mu.Unlock()
