@@ -61,6 +61,17 @@ func mirroredServer(t testing.TB, natsURL, cluster, key, name string, configure 
 	return ts
 }
 
+// mirroredPair starts a NATS server and servers A and B of the redundant set cluster
+// mirrored through it, and a client PKI that trusts both.
+func mirroredPair(t testing.TB, cluster string, configure ...func(*config.Config)) (a, b *servertest.Server, trust *pki.PKI) {
+	t.Helper()
+	nats := natsServer(t)
+	key := clusterKey(t)
+	a = mirroredServer(t, nats.ClientURL(), cluster, key, "A", configure...)
+	b = mirroredServer(t, nats.ClientURL(), cluster, key, "B", configure...)
+	return a, b, trustAll(t, a, b)
+}
+
 // trustAll opens a client PKI that trusts every server of servers.
 func trustAll(t testing.TB, servers ...*servertest.Server) *pki.PKI {
 	t.Helper()
@@ -93,11 +104,7 @@ func TestMirrorFailover(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	nats := natsServer(t)
-	key := clusterKey(t)
-	a := mirroredServer(t, nats.ClientURL(), "failover", key, "A")
-	b := mirroredServer(t, nats.ClientURL(), "failover", key, "B")
-	trust := trustAll(t, a, b)
+	a, b, trust := mirroredPair(t, "failover")
 	for _, sec := range securities {
 		t.Run(sec.name, func(t *testing.T) {
 			pa := newProxy(t, a.Addr.String())
@@ -174,12 +181,7 @@ func TestMirrorFailoverTwice(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	nats := natsServer(t)
-	key := clusterKey(t)
-	fast := func(c *config.Config) { c.Subscriptions.MinPublishingInterval = 10 * time.Millisecond }
-	a := mirroredServer(t, nats.ClientURL(), "twice", key, "A", fast)
-	b := mirroredServer(t, nats.ClientURL(), "twice", key, "B", fast)
-	trust := trustAll(t, a, b)
+	a, b, trust := mirroredPair(t, "twice", func(c *config.Config) { c.Subscriptions.MinPublishingInterval = 10 * time.Millisecond })
 	pa, pb, back := newProxy(t, a.Addr.String()), newProxy(t, b.Addr.String()), newProxy(t, a.Addr.String())
 	wa := dial(t, ctx, a.URL, dialOpts(t, securities[0], trust)...)
 	wb := dial(t, ctx, b.URL, dialOpts(t, securities[0], trust)...)
@@ -211,11 +213,7 @@ func TestMirrorStandby(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	nats := natsServer(t)
-	key := clusterKey(t)
-	a := mirroredServer(t, nats.ClientURL(), "standby", key, "A")
-	b := mirroredServer(t, nats.ClientURL(), "standby", key, "B")
-	trust := trustAll(t, a, b)
+	a, b, trust := mirroredPair(t, "standby")
 	pa, pb := newProxy(t, a.Addr.String()), newProxy(t, b.Addr.String())
 	wa := dial(t, ctx, a.URL, dialOpts(t, securities[0], trust)...)
 	wb := dial(t, ctx, b.URL, dialOpts(t, securities[0], trust)...)

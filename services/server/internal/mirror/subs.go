@@ -298,9 +298,7 @@ func (m *Mirror) Restore(ctx context.Context, sessionID codec.NodeId) (int, erro
 			m.log.Warn("mirror: a subscription of a taken-over session does not replay", "session", sessionID, "subscription", id, "err", err)
 			continue
 		}
-		if s := subs[id].snap; s != nil {
-			since[id] = restoredSub{n: last, at: s.Time}
-		}
+		since[id] = restoredSub{n: last, at: subs[id].snap.Time} // replay refuses no snapshot
 	}
 	recs := scratch.Snapshot()
 	restored := 0
