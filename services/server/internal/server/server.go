@@ -19,6 +19,7 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/admission"
+	"uastack.dev/services/server/internal/alarms"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
@@ -79,7 +80,9 @@ type Server struct {
 	eventTypes *addrspace.EventTypes
 	events     *events
 	demo       *demo.Demo // nil when the demo namespace is off
-	channels   *uasc.Server
+	// alarms are the conditions (Part 9), the demo's limit alarms among them.
+	alarms   *alarms.Registry
+	channels *uasc.Server
 	// retained is the reassembly budget the channels share (limits.maxRetainedBytes).
 	retained  *uasc.Budget
 	startTime codec.DateTime
@@ -243,6 +246,9 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	s.retained = reassemblyBudget(cfg)
 	s.observeAdmission()
 	if err := s.diag.Install(s.space); err != nil {
+		return nil, err
+	}
+	if err := s.initAlarms(); err != nil {
 		return nil, err
 	}
 	if err := s.initCapabilities(); err != nil {
