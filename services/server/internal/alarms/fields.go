@@ -22,7 +22,24 @@ type field struct {
 	value func(e *entry, s *Snapshot) codec.Variant
 }
 
-func text(s string) codec.Variant { return codec.MustVariant(codec.LocalizedText{Locale: "en", Text: s}) }
+// text is s as an English LocalizedText; the state names are made once.
+func text(s string) codec.Variant {
+	if v, ok := texts[s]; ok {
+		return v
+	}
+	return codec.MustVariant(codec.LocalizedText{Locale: "en", Text: s})
+}
+
+// texts are the LocalizedTexts of the state names, made once: each state change reports
+// a dozen of them.
+var texts = func() map[string]codec.Variant {
+	m := make(map[string]codec.Variant)
+	for _, s := range []string{"", "Enabled", "Disabled", "Acknowledged", "Unacknowledged", "Confirmed", "Unconfirmed",
+		"Active", "Inactive", "Unshelved", "TimedShelved", "OneShotShelved", "HighHigh", "High", "Low", "LowLow", "Process"} {
+		m[s] = codec.MustVariant(codec.LocalizedText{Locale: "en", Text: s})
+	}
+	return m
+}()
 
 func at(t time.Time) codec.Variant { return codec.DateTimeVariant(codec.DateTimeOf(t)) }
 

@@ -56,6 +56,7 @@ type entry struct {
 	input      codec.NodeId
 	cond       *Condition
 	vars       []codec.NodeId // NodeIds of the variables, by index of fields; null where absent
+	last       []codec.Variant // the values the variables hold, by index of fields
 	shelving   codec.NodeId
 	timer      *time.Timer // ends a shelve
 }
@@ -174,7 +175,7 @@ func (r *Registry) Add(in Instance) error {
 		return fmt.Errorf("alarms: Add %v: a kind, a NodeId and a notifier are needed", cfg.ID)
 	}
 	e := &entry{Instance: in, typ: n0(typeOf[cfg.Kind]), source: in.Source, sourceName: in.SourceName, input: in.Input,
-		cond: NewCondition(cfg, r.now), vars: make([]codec.NodeId, len(fields))}
+		cond: NewCondition(cfg, r.now), vars: make([]codec.NodeId, len(fields)), last: make([]codec.Variant, len(fields))}
 	sp := r.space
 	ns := cfg.ID.Namespace()
 	child := func(path []string) codec.NodeId {
@@ -224,10 +225,11 @@ func (r *Registry) Add(in Instance) error {
 			rt, td = id.HasComponent, f.typeDef
 		}
 		last := f.path[len(f.path)-1]
+		e.last[i] = f.value(e, &snap)
 		if err := sp.AddNode(addrspace.Node{NodeId: vid, NodeClass: ua.NodeClassVariable,
 			BrowseName: codec.QualifiedName{Name: last}, DisplayName: codec.LocalizedText{Text: last},
 			DataType: n0(f.dataType), ValueRank: -1, AccessLevel: uint8(ua.AccessLevelTypeCurrentRead),
-			Value:      f.value(e, &snap),
+			Value:      e.last[i],
 			References: []addrspace.Reference{ref(rt, child(f.path[:len(f.path)-1]), false), ref(id.HasTypeDefinition, n0(td), true)}}); err != nil {
 			return fmt.Errorf("alarms: %w", err)
 		}
@@ -385,14 +387,31 @@ func (r *Registry) publishLocked(e *entry, out []Snapshot) {
 	r.armLocked(e)
 }
 
-// storeLocked sets the condition's variables to s.
+// storeLocked sets the condition's variables to s; those whose value stays are not
+// written, so that their monitored items see no change and a state change costs a
+// few writes instead of one per field.
 func (r *Registry) storeLocked(e *entry, s *Snapshot) {
 	ts := codec.DateTimeOf(s.Time)
 	for i, f := range fields {
-		if !e.vars[i].IsNull() {
-			r.space.SetValue(e.vars[i], codec.DataValue{Value: f.value(e, s), SourceTimestamp: ts, ServerTimestamp: ts})
+		if e.vars[i].IsNull() {
+			continue
 		}
+		v := f.value(e, s)
+		if same(&v, &e.last[i]) {
+			continue
+		}
+		e.last[i] = v
+		r.space.SetValue(e.vars[i], codec.DataValue{Value: v, SourceTimestamp: ts, ServerTimestamp: ts})
 	}
+}
+
+// same reports whether two scalar field values are equal.
+func same(a, b *codec.Variant) bool {
+	if a.Type() != b.Type() || a.IsArray() || b.IsArray() || a.Bits() != b.Bits() || a.Str() != b.Str() {
+		return false
+	}
+	// The types with neither bits nor text (LocalizedText) hold a comparable value.
+	return a.Type() != codec.TypeLocalizedText || a.Value() == b.Value()
 }
 
 // event is the event that reports s.
