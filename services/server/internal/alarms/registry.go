@@ -375,13 +375,15 @@ func (r *Registry) publishLocked(e *entry, out []Snapshot) {
 	if len(out) == 0 {
 		return
 	}
+	listening := r.sink != nil && r.sink.Listening()
 	for i := range out {
 		s := &out[i]
+		vals := values(e, s)
 		if s.BranchId.IsNull() {
-			r.storeLocked(e, s)
+			r.storeLocked(e, s, vals)
 		}
-		if r.sink != nil && r.sink.Listening() {
-			r.sink.Emit(r.event(e, s), e.Notifiers...)
+		if listening {
+			r.sink.Emit(event(e, vals), e.Notifiers...)
 		}
 	}
 	r.armLocked(e)
@@ -390,19 +392,26 @@ func (r *Registry) publishLocked(e *entry, out []Snapshot) {
 // storeLocked sets the condition's variables to s; those whose value stays are not
 // written, so that their monitored items see no change and a state change costs a
 // few writes instead of one per field.
-func (r *Registry) storeLocked(e *entry, s *Snapshot) {
+func (r *Registry) storeLocked(e *entry, s *Snapshot, vals []codec.Variant) {
 	ts := codec.DateTimeOf(s.Time)
-	for i, f := range fields {
-		if e.vars[i].IsNull() {
+	for i := range vals {
+		if e.vars[i].IsNull() || same(&vals[i], &e.last[i]) {
 			continue
 		}
-		v := f.value(e, s)
-		if same(&v, &e.last[i]) {
-			continue
-		}
-		e.last[i] = v
-		r.space.SetValue(e.vars[i], codec.DataValue{Value: v, SourceTimestamp: ts, ServerTimestamp: ts})
+		e.last[i] = vals[i]
+		r.space.SetValue(e.vars[i], codec.DataValue{Value: vals[i], SourceTimestamp: ts, ServerTimestamp: ts})
 	}
+}
+
+// values are the values of the fields of e in the state s, null where e has none.
+func values(e *entry, s *Snapshot) []codec.Variant {
+	out := make([]codec.Variant, len(fields))
+	for i, f := range fields {
+		if !e.vars[i].IsNull() {
+			out[i] = f.value(e, s)
+		}
+	}
+	return out
 }
 
 // same reports whether two scalar field values are equal.
@@ -414,12 +423,12 @@ func same(a, b *codec.Variant) bool {
 	return a.Type() != codec.TypeLocalizedText || a.Value() == b.Value()
 }
 
-// event is the event that reports s.
-func (r *Registry) event(e *entry, s *Snapshot) *subscription.Event {
+// event is the event of the field values vals of e.
+func event(e *entry, vals []codec.Variant) *subscription.Event {
 	m := make(map[string]codec.Variant, len(fields)+1)
-	for i, f := range fields {
+	for i := range vals {
 		if !e.vars[i].IsNull() {
-			m[fieldKeys[i]] = f.value(e, s)
+			m[fieldKeys[i]] = vals[i]
 		}
 	}
 	m[subscription.KeyConditionId] = codec.NodeIdVariant(e.cond.cfg.ID)
@@ -574,7 +583,7 @@ func (r *Registry) refresh(ctx context.Context, object codec.NodeId, in []codec.
 	notifiers := make(map[*subscription.Event][]codec.NodeId)
 	for _, e := range r.sorted() {
 		for _, s := range e.cond.Retained() {
-			ev := r.event(e, &s)
+			ev := event(e, values(e, &s))
 			ref.Conditions = append(ref.Conditions, ev)
 			notifiers[ev] = e.Notifiers
 		}
