@@ -169,14 +169,19 @@ func TestEnableDisableComment(t *testing.T) {
 	run(t, c, []step{
 		{name: "enabled already", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Enable() }, code: status.BadConditionAlreadyEnabled},
 		{name: "active", do: input(1), code: status.Good, reports: 1},
-		{name: "comment", do: func(c *Condition, last []byte) ([]Snapshot, status.Code) { return c.AddComment(last, "looking", "ivan") },
+		{name: "comment", do: func(c *Condition, last []byte) ([]Snapshot, status.Code) {
+			return c.AddComment(last, "looking", "ivan")
+		},
 			code: status.Good, reports: 1, check: state(func(s Snapshot) bool { return s.Comment == "looking" && s.ClientUserId == "ivan" })},
 		{name: "comment on an unknown event", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.AddComment([]byte("nope"), "x", "") },
 			code: status.BadEventIdUnknown},
 		{name: "acknowledge an unknown event", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Acknowledge(nil, "", "") },
 			code: status.BadEventIdUnknown},
 		{name: "disable", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Disable() }, code: status.Good, reports: 1,
-			check: func(t *testing.T, c *Condition, out []Snapshot) { require.False(t, out[0].Retain); require.False(t, out[0].Enabled) }},
+			check: func(t *testing.T, c *Condition, out []Snapshot) {
+				require.False(t, out[0].Retain)
+				require.False(t, out[0].Enabled)
+			}},
 		{name: "disabled twice", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Disable() }, code: status.BadConditionAlreadyDisabled},
 		{name: "a disabled condition tracks nothing", do: input(-1), code: status.Good},
 		{name: "acknowledge while disabled", do: ack, code: status.BadConditionDisabled},

@@ -55,7 +55,7 @@ type entry struct {
 	sourceName string
 	input      codec.NodeId
 	cond       *Condition
-	vars       []codec.NodeId // NodeIds of the variables, by index of fields; null where absent
+	vars       []codec.NodeId  // NodeIds of the variables, by index of fields; null where absent
 	last       []codec.Variant // the values the variables hold, by index of fields
 	shelving   codec.NodeId
 	timer      *time.Timer // ends a shelve
@@ -73,6 +73,8 @@ type Registry struct {
 	sink       Sink
 	conds      map[codec.NodeId]*entry
 	byShelving map[codec.NodeId]*entry
+	// order holds the conditions in the order they were added, which a refresh keeps.
+	order []*entry
 
 	imu    sync.RWMutex // guards inputs
 	inputs map[codec.NodeId][]*entry
@@ -273,6 +275,7 @@ func (r *Registry) Add(in Instance) error {
 		return fmt.Errorf("alarms: Add %v: exists", cfg.ID)
 	}
 	r.conds[cfg.ID] = e
+	r.order = append(r.order, e)
 	if !e.shelving.IsNull() {
 		r.byShelving[e.shelving] = e
 	}
@@ -581,7 +584,7 @@ func (r *Registry) refresh(ctx context.Context, object codec.NodeId, in []codec.
 	}
 	ref := &subscription.Refresh{Start: mark(id.RefreshStartEventType, "Refresh started"), End: mark(id.RefreshEndEventType, "Refresh ended")}
 	notifiers := make(map[*subscription.Event][]codec.NodeId)
-	for _, e := range r.sorted() {
+	for _, e := range r.order {
 		for _, s := range e.cond.Retained() {
 			ev := event(e, values(e, &s))
 			ref.Conditions = append(ref.Conditions, ev)
@@ -590,27 +593,4 @@ func (r *Registry) refresh(ctx context.Context, object codec.NodeId, in []codec.
 	}
 	ref.Notifiers = func(ev *subscription.Event) []codec.NodeId { return notifiers[ev] }
 	return nil, r.sink.Refresh(p.SessionID, subID, itemID, ref)
-}
-
-// sorted returns the conditions in the order of their NodeIds, so that a refresh
-// reports them the same way each time. r.mu must be held.
-func (r *Registry) sorted() []*entry {
-	out := make([]*entry, 0, len(r.conds))
-	for _, e := range r.conds {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b *entry) int {
-		return cmpString(a.cond.cfg.ID.String(), b.cond.cfg.ID.String())
-	})
-	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
