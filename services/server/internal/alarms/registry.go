@@ -323,27 +323,22 @@ func number(v codec.Variant) (float64, bool) {
 			return 1, true
 		}
 		return 0, true
-	case int8, int16, int32, int64, uint8, uint16, uint32, uint64:
-		var f float64
-		switch y := x.(type) {
-		case int8:
-			f = float64(y)
-		case int16:
-			f = float64(y)
-		case int32:
-			f = float64(y)
-		case int64:
-			f = float64(y)
-		case uint8:
-			f = float64(y)
-		case uint16:
-			f = float64(y)
-		case uint32:
-			f = float64(y)
-		case uint64:
-			f = float64(y)
-		}
-		return f, true
+	case int8:
+		return float64(x), true
+	case int16:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
 	}
 	return 0, false
 }

@@ -360,3 +360,24 @@ func TestRegistryBrowse(t *testing.T) {
 	}
 	require.NotContains(t, names, "LimitState", "exclusive only")
 }
+
+// TestRegistryInputKinds: an integer input drives the alarm like a Double; a value that
+// is no number makes the condition's Quality BadTypeMismatch; a bad status is its Quality.
+func TestRegistryInputKinds(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t)
+	cid := s.alarm(t, "Alarm", KindNonExclusiveLimit)
+	s.space.SetValue(source, codec.DataValue{Value: codec.Int32Variant(1)})
+	st, _ := s.reg.State(cid)
+	require.Equal(t, High|HighHigh, st.Limits)
+	s.space.SetValue(source, codec.DataValue{Value: codec.StringVariant("high")})
+	st, _ = s.reg.State(cid)
+	require.Equal(t, status.BadTypeMismatch, st.Quality)
+	require.Equal(t, High|HighHigh, st.Limits, "no number, no new limit state")
+	s.space.SetValue(source, codec.DataValue{Value: codec.BooleanVariant(false), Status: status.UncertainLastUsableValue})
+	st, _ = s.reg.State(cid)
+	require.Equal(t, status.UncertainLastUsableValue, st.Quality)
+	require.Zero(t, st.Limits)
+	q := s.read(t, codec.NewStringNodeId(1, "Alarm.Quality"))
+	require.Equal(t, uint64(status.UncertainLastUsableValue), q.Bits())
+}

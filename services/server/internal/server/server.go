@@ -485,6 +485,9 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.closeManagers()
+		if s.alarms != nil {
+			s.alarms.Close()
+		}
 		s.sessions.Stop()
 		if s.mirror != nil {
 			s.mirror.Close()
