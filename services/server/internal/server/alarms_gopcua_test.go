@@ -156,7 +156,7 @@ func TestAlarmsGopcua(t *testing.T) {
 	require.Equal(t, ua.StatusOK, call(shelving, timed, float64(300)))
 	require.Equal(t, ua.StatusBadConditionAlreadyShelved, call(shelving, timed, float64(300)))
 	timedShelved, unshelved := ua.NewNumericNodeID(0, id.ShelvedStateMachineType_TimedShelved), ua.NewNumericNodeID(0, id.ShelvedStateMachineType_Unshelved)
-	sawShelved := false
+	sawShelved, sawOther := false, false
 	for {
 		var e conditionEvent
 		select {
@@ -166,6 +166,7 @@ func TestAlarmsGopcua(t *testing.T) {
 			t.Fatal("the shelve did not end")
 		}
 		if e.condition.String() != exclusive.String() {
+			sawOther = sawOther || e.condition.String() == nonExclusive.String()
 			continue
 		}
 		s, _ := e.shelving.(*ua.NodeID)
@@ -217,6 +218,25 @@ func TestAlarmsGopcua(t *testing.T) {
 	refresh2 := ua.NewNumericNodeID(0, id.ConditionType_ConditionRefresh2)
 	require.Equal(t, ua.StatusOK, call(conditionType, refresh2, sub.SubscriptionID, res.Results[1].MonitoredItemID))
 	require.Equal(t, ua.StatusBadMonitoredItemIDInvalid, call(conditionType, refresh2, sub.SubscriptionID, uint32(999999)))
+
+	// The where clause held for everything item 1 got but the refresh's markers, while
+	// item 2 saw the other alarm.
+	markers := 0
+	for len(got[1]) > 0 {
+		e := toConditionEvent(<-got[1])
+		if t := e.eventType.String(); t == ua.NewNumericNodeID(0, id.RefreshStartEventType).String() || t == ua.NewNumericNodeID(0, id.RefreshEndEventType).String() {
+			markers++
+			continue
+		}
+		require.Equal(t, exclusive.String(), e.condition.String())
+		require.Equal(t, true, e.active)
+	}
+	for len(got[2]) > 0 && !sawOther {
+		e := toConditionEvent(<-got[2])
+		sawOther = e.condition != nil && e.condition.String() == nonExclusive.String()
+	}
+	require.True(t, sawOther, "item 2 saw the non-exclusive alarm")
+	require.Equal(t, 2, markers, "RefreshStart and RefreshEnd of the one ConditionRefresh on every item")
 
 	// Another session may not refresh this one's subscription.
 	c2 := connect(t, ctx, ts.URL, ua.SecurityPolicyURINone, ua.MessageSecurityModeNone, ua.UserTokenTypeAnonymous)
