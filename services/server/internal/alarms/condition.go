@@ -126,6 +126,9 @@ type Condition struct {
 	st       Snapshot
 	branches []*Snapshot
 	branchN  uint32
+	// input is the last input value, kept while disabled so that Enable evaluates it.
+	input    float64
+	hasInput bool
 }
 
 // NewCondition returns a condition in its initial state: enabled, inactive,
@@ -206,7 +209,12 @@ func (c *Condition) Enable() ([]Snapshot, status.Code) {
 	t := c.now()
 	c.st.Enabled, c.st.EnabledTime = true, t
 	c.st.Message = "The condition was enabled"
-	return []Snapshot{c.report(&c.st, t)}, status.Good
+	out := []Snapshot{c.report(&c.st, t)}
+	if c.hasInput {
+		// The input went on changing while nobody looked (Part 9 §5.5.4).
+		out = append(out, c.SetInput(c.input)...)
+	}
+	return out, status.Good
 }
 
 // Disable is the Disable method (Part 9 §5.5.4): the last event of a disabled condition
@@ -375,8 +383,10 @@ func (c *Condition) SetQuality(q status.Code) []Snapshot {
 
 // SetInput evaluates the input value v: for a limit alarm the limits it crosses, for
 // an off-normal alarm whether it differs from Normal, for a discrete alarm whether it
-// is not zero. A condition that is disabled tracks nothing (Part 9 §5.5.4).
+// is not zero. A condition that is disabled reports nothing (Part 9 §5.5.4); Enable
+// evaluates the last input.
 func (c *Condition) SetInput(v float64) []Snapshot {
+	c.input, c.hasInput = v, true
 	if !c.st.Enabled || !c.cfg.Kind.alarm() {
 		return nil
 	}

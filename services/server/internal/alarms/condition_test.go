@@ -183,13 +183,13 @@ func TestEnableDisableComment(t *testing.T) {
 				require.False(t, out[0].Enabled)
 			}},
 		{name: "disabled twice", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Disable() }, code: status.BadConditionAlreadyDisabled},
-		{name: "a disabled condition tracks nothing", do: input(-1), code: status.Good},
+		{name: "a disabled condition reports nothing", do: input(-1), code: status.Good},
 		{name: "acknowledge while disabled", do: ack, code: status.BadConditionDisabled},
 		{name: "confirm while disabled", do: confirm, code: status.BadConditionDisabled},
 		{name: "comment while disabled", do: func(c *Condition, last []byte) ([]Snapshot, status.Code) { return c.AddComment(last, "x", "") },
 			code: status.BadConditionDisabled},
-		{name: "enable", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Enable() }, code: status.Good, reports: 1,
-			check: state(func(s Snapshot) bool { return s.Enabled && s.Retain })},
+		{name: "enable evaluates the input it missed", do: func(c *Condition, _ []byte) ([]Snapshot, status.Code) { return c.Enable() },
+			code: status.Good, reports: 2, check: state(func(s Snapshot) bool { return s.Enabled && s.Retain && s.Limits == LowLow })},
 	})
 	require.Empty(t, c.Retained()[1:], "disabling ended the branches")
 }
