@@ -287,6 +287,13 @@ func TestRegistryRefresh(t *testing.T) {
 	require.Equal(t, status.Good, s.call(p, n0(id.ConditionType), refresh, codec.UInt32Variant(c1.sub)))
 	require.Equal(t, status.BadUserAccessDenied, s.call(p, n0(id.ConditionType), refresh, codec.UInt32Variant(c2.sub)))
 	require.Equal(t, status.BadSubscriptionIdInvalid, s.call(p, n0(id.ConditionType), refresh, codec.UInt32Variant(99999)))
+	lone := codec.NewNumericNodeId(1, 5000)
+	bare, _, code := s.subs.Create(lone, "anonymous", subscription.Params{PublishingInterval: 1, MaxKeepAliveCount: 100, LifetimeCount: 1000}, true)
+	require.Equal(t, status.Good, code)
+	require.Equal(t, status.BadNothingToDo, s.call(nodemgr.Principal{SessionID: lone}, n0(id.ConditionType), refresh, codec.UInt32Variant(bare)),
+		"no event items")
+	require.Equal(t, status.BadMethodInvalid, s.call(p, n0(id.AlarmConditionType), refresh, codec.UInt32Variant(c1.sub)),
+		"only on ConditionType (Part 9 §5.5.7)")
 	s.publish(c1, c2)
 	require.Empty(t, c2.in.take(), "only the subscription asked")
 	evs := c1.in.take()
