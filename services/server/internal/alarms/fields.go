@@ -127,8 +127,8 @@ var fields = func() []field {
 	f := []field{
 		{path: []string{"EventId"}, dataType: id.ByteString, value: func(_ *entry, s *Snapshot) codec.Variant { return codec.ByteStringVariant(s.EventId) }},
 		{path: []string{"EventType"}, dataType: id.NodeId, value: func(e *entry, _ *Snapshot) codec.Variant { return codec.NodeIdVariant(e.typ) }},
-		{path: []string{"SourceNode"}, dataType: id.NodeId, value: func(e *entry, _ *Snapshot) codec.Variant { return codec.NodeIdVariant(e.source) }},
-		{path: []string{"SourceName"}, dataType: id.String, value: func(e *entry, _ *Snapshot) codec.Variant { return codec.StringVariant(e.sourceName) }},
+		{path: []string{"SourceNode"}, dataType: id.NodeId, value: func(e *entry, _ *Snapshot) codec.Variant { return codec.NodeIdVariant(e.Source) }},
+		{path: []string{"SourceName"}, dataType: id.String, value: func(e *entry, _ *Snapshot) codec.Variant { return codec.StringVariant(e.SourceName) }},
 		{path: []string{"Time"}, dataType: id.UtcTime, value: func(_ *entry, s *Snapshot) codec.Variant { return at(s.Time) }},
 		{path: []string{"ReceiveTime"}, dataType: id.UtcTime, value: func(_ *entry, s *Snapshot) codec.Variant { return at(s.Time) }},
 		{path: []string{"Message"}, dataType: id.LocalizedText, value: func(_ *entry, s *Snapshot) codec.Variant { return text(s.Message) }},
@@ -157,7 +157,7 @@ var fields = func() []field {
 	f = append(f, twoState("ActiveState", isAlarm, "Active", "Inactive", func(s *Snapshot) (bool, time.Time) { return s.Active, s.ActiveTime })...)
 	f = append(f,
 		field{path: []string{"InputNode"}, dataType: id.NodeId, has: isAlarm,
-			value: func(e *entry, _ *Snapshot) codec.Variant { return codec.NodeIdVariant(e.input) }},
+			value: func(e *entry, _ *Snapshot) codec.Variant { return codec.NodeIdVariant(e.Input) }},
 		field{path: []string{"SuppressedOrShelved"}, dataType: id.Boolean, has: isAlarm,
 			value: func(_ *entry, s *Snapshot) codec.Variant { return codec.BooleanVariant(s.Shelving != Unshelved) }},
 		field{path: []string{"MaxTimeShelved"}, dataType: id.Duration, has: isShelvedBounded,

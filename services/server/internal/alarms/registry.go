@@ -50,15 +50,12 @@ type Instance struct {
 // entry is one condition of the Registry.
 type entry struct {
 	Instance
-	typ        codec.NodeId
-	source     codec.NodeId
-	sourceName string
-	input      codec.NodeId
-	cond       *Condition
-	vars       []codec.NodeId  // NodeIds of the variables, by index of fields; null where absent
-	last       []codec.Variant // the values the variables hold, by index of fields
-	shelving   codec.NodeId
-	timer      *time.Timer // ends a shelve
+	typ      codec.NodeId // the Kind's ObjectType
+	cond     *Condition
+	vars     []codec.NodeId  // NodeIds of the variables, by index of fields; null where absent
+	last     []codec.Variant // the values the variables hold, by index of fields
+	shelving codec.NodeId    // the ShelvingState object; null for no alarm
+	timer    *time.Timer     // ends a shelve
 }
 
 // Registry holds the conditions of a server: it builds their nodes, implements the
@@ -68,7 +65,7 @@ type Registry struct {
 	space *addrspace.Space
 	now   func() time.Time
 
-	mu sync.Mutex // guards sink, conds, byShelving and each entry's Condition and timer
+	mu sync.Mutex // guards sink, conds, byShelving, order and each entry's Condition, last and timer
 	// sink is nil until SetSink; events before it go nowhere.
 	sink       Sink
 	conds      map[codec.NodeId]*entry
@@ -176,8 +173,8 @@ func (r *Registry) Add(in Instance) error {
 	if int(cfg.Kind) >= len(typeOf) || cfg.ID.IsNull() || len(in.Notifiers) == 0 {
 		return fmt.Errorf("alarms: Add %v: a kind, a NodeId and a notifier are needed", cfg.ID)
 	}
-	e := &entry{Instance: in, typ: n0(typeOf[cfg.Kind]), source: in.Source, sourceName: in.SourceName, input: in.Input,
-		cond: NewCondition(cfg, r.now), vars: make([]codec.NodeId, len(fields)), last: make([]codec.Variant, len(fields))}
+	e := &entry{Instance: in, typ: n0(typeOf[cfg.Kind]), cond: NewCondition(cfg, r.now),
+		vars: make([]codec.NodeId, len(fields)), last: make([]codec.Variant, len(fields))}
 	sp := r.space
 	ns := cfg.ID.Namespace()
 	child := func(path []string) codec.NodeId {
