@@ -65,13 +65,15 @@ type Registry struct {
 	space *addrspace.Space
 	now   func() time.Time
 
-	mu sync.Mutex // guards sink, conds, byShelving, order and each entry's Condition, last and timer
+	mu sync.Mutex // guards sink, conds, byShelving, order, sources and each entry's Condition, last and timer
 	// sink is nil until SetSink; events before it go nowhere.
 	sink       Sink
 	conds      map[codec.NodeId]*entry
 	byShelving map[codec.NodeId]*entry
 	// order holds the conditions in the order they were added, which a refresh keeps.
 	order []*entry
+	// sources are the notifier and source pairs linked by HasEventSource, once each.
+	sources map[[2]codec.NodeId]bool
 
 	imu    sync.RWMutex // guards inputs
 	inputs map[codec.NodeId][]*entry
@@ -95,7 +97,7 @@ func n0(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
 // §5.8.10), which fails if something else implements them.
 func NewRegistry(space *addrspace.Space, now func() time.Time) (*Registry, error) {
 	r := &Registry{space: space, now: now, conds: make(map[codec.NodeId]*entry),
-		byShelving: make(map[codec.NodeId]*entry), inputs: make(map[codec.NodeId][]*entry)}
+		byShelving: make(map[codec.NodeId]*entry), inputs: make(map[codec.NodeId][]*entry), sources: make(map[[2]codec.NodeId]bool)}
 	handlers := []struct {
 		method uint32
 		fn     addrspace.MethodHandler
@@ -261,12 +263,17 @@ func (r *Registry) Add(in Instance) error {
 			return err
 		}
 	}
-	if !in.Source.IsNull() {
+	r.mu.Lock()
+	src := [2]codec.NodeId{in.Notifiers[0], in.Source}
+	linked := r.sources[src]
+	r.mu.Unlock()
+	if !in.Source.IsNull() && !linked {
 		if err := sp.AddReference(in.Notifiers[0], ref(id.HasEventSource, in.Source, true)); err != nil {
 			return fmt.Errorf("alarms: %w", err)
 		}
 	}
 	r.mu.Lock()
+	r.sources[src] = true
 	if r.conds[cfg.ID] != nil {
 		r.mu.Unlock()
 		return fmt.Errorf("alarms: Add %v: exists", cfg.ID)

@@ -366,6 +366,14 @@ func TestRegistryBrowse(t *testing.T) {
 		require.Contains(t, names, n)
 	}
 	require.NotContains(t, names, "LimitState", "exclusive only")
+
+	// A second condition of the same source does not link it to its notifier again.
+	s.alarm(t, "Other", KindExclusiveLimit)
+	op = &nodemgr.BrowseOp{Items: []ua.BrowseDescription{{NodeId: server, BrowseDirection: ua.BrowseDirectionForward,
+		ReferenceTypeId: n0(id.HasEventSource), ResultMask: uint32(ua.BrowseResultMaskAll)}}, Results: make([]nodemgr.BrowseResult, 1)}
+	s.space.Browse(context.Background(), op, func() {})
+	require.Len(t, op.Results[0].References, 1)
+	require.Equal(t, source, op.Results[0].References[0].NodeId.NodeId)
 }
 
 // TestRegistryInputKinds: an integer input drives the alarm like a Double; a value that
