@@ -80,9 +80,7 @@ type Server struct {
 	eventTypes *addrspace.EventTypes
 	events     *events
 	demo       *demo.Demo // nil when the demo namespace is off
-	// alarms are the conditions (Part 9), the demo's limit alarms among them.
-	alarms   *alarms.Registry
-	channels *uasc.Server
+	channels   *uasc.Server
 	// retained is the reassembly budget the channels share (limits.maxRetainedBytes).
 	retained  *uasc.Budget
 	startTime codec.DateTime
@@ -110,6 +108,9 @@ type Server struct {
 
 	// red is the server's place in a redundant set and its ServiceLevel (redundancy.go).
 	red presence
+
+	// alarms are the conditions (Part 9), the demo's limit alarms among them (alarms.go).
+	alarms *alarms.Registry
 
 	stopTrust func()
 	// pipe dispatches every request through the service table (conn.go).
