@@ -396,3 +396,64 @@ func TestRegistryInputKinds(t *testing.T) {
 	q := s.read(t, codec.NewStringNodeId(1, "Alarm.Quality"))
 	require.Equal(t, uint64(status.UncertainLastUsableValue), q.Bits())
 }
+
+// TestRegistryEveryKind: a condition of each kind is an instance of its ObjectType with
+// the components its kind has and the Methods it may call, and the where clause's
+// OfType sees its events as its type's.
+func TestRegistryEveryKind(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t)
+	c := s.client(t, 0)
+	for _, tc := range []struct {
+		kind     Kind
+		confirm  bool
+		has, not []string
+	}{
+		{KindCondition, false, []string{"EnabledState", "Enable", "Disable", "AddComment", "Retain"}, []string{"AckedState", "Acknowledge", "ActiveState", "ShelvingState"}},
+		{KindAcknowledgeable, true, []string{"AckedState", "ConfirmedState", "Acknowledge", "Confirm"}, []string{"ActiveState", "ShelvingState"}},
+		{KindAlarm, false, []string{"ActiveState", "ShelvingState", "SuppressedOrShelved", "InputNode", "MaxTimeShelved"}, []string{"ConfirmedState", "Confirm", "HighLimit"}},
+		{KindExclusiveLimit, true, []string{"LimitState", "HighHighLimit"}, []string{"HighState"}},
+		{KindNonExclusiveLimit, true, []string{"HighState", "LowLowState", "LowLimit"}, []string{"LimitState"}},
+		{KindDiscrete, false, []string{"ActiveState"}, []string{"HighLimit", "LimitState"}},
+		{KindOffNormal, false, []string{"ActiveState"}, []string{"HighLimit"}},
+	} {
+		cid := codec.NewStringNodeId(1, "Kind"+strconv.Itoa(int(tc.kind)))
+		require.NoError(t, s.reg.Add(Instance{
+			Config: Config{Kind: tc.kind, ID: cid, Name: "Kind", Confirm: tc.confirm, Severity: 300, MaxTimeShelved: time.Minute,
+				Limits: Limits{HighHigh: 0.9, High: 0.5, Low: -0.5, LowLow: -0.9, Severities: [4]uint16{900, 700, 700, 900}}},
+			Source: source, SourceName: "Source", Input: source, Notifiers: []codec.NodeId{server},
+		}))
+		op := &nodemgr.BrowseOp{Items: []ua.BrowseDescription{{NodeId: cid, BrowseDirection: ua.BrowseDirectionForward,
+			IncludeSubtypes: true, ResultMask: uint32(ua.BrowseResultMaskAll)}}, Results: make([]nodemgr.BrowseResult, 1)}
+		s.space.Browse(context.Background(), op, func() {})
+		names := map[string]bool{}
+		for _, r := range op.Results[0].References {
+			names[r.BrowseName.Name] = true
+		}
+		require.True(t, names[typeNames[tc.kind]], "%v: its type, in %v", tc.kind, names)
+		for _, n := range tc.has {
+			require.True(t, names[n], "%v has %s", tc.kind, n)
+		}
+		for _, n := range tc.not {
+			require.False(t, names[n], "%v has no %s", tc.kind, n)
+		}
+	}
+	// The input moves every alarm at once; the events are of each alarm's own type.
+	setSource(s, 1)
+	s.publish(c)
+	types := map[codec.NodeId]bool{}
+	for _, e := range c.in.take() {
+		types[e.EventFields[0].NodeId()] = true
+	}
+	for _, k := range []Kind{KindAlarm, KindExclusiveLimit, KindNonExclusiveLimit, KindDiscrete, KindOffNormal} {
+		require.True(t, types[n0(typeOf[k])], "an event of %v", k)
+	}
+	require.False(t, types[n0(typeOf[KindCondition])], "a plain condition has no input")
+}
+
+// typeNames are the browse names of the kinds' ObjectTypes.
+var typeNames = map[Kind]string{
+	KindCondition: "ConditionType", KindAcknowledgeable: "AcknowledgeableConditionType", KindAlarm: "AlarmConditionType",
+	KindExclusiveLimit: "ExclusiveLimitAlarmType", KindNonExclusiveLimit: "NonExclusiveLimitAlarmType",
+	KindDiscrete: "DiscreteAlarmType", KindOffNormal: "OffNormalAlarmType",
+}
