@@ -408,6 +408,19 @@ func (c *Condition) SetInput(v float64) []Snapshot {
 	return c.setActive(lim, sev)
 }
 
+// SetNormal sets the normal value of an off-normal alarm (its NormalState's value) and
+// evaluates the last input against it.
+func (c *Condition) SetNormal(v float64) []Snapshot {
+	if c.cfg.Kind != KindOffNormal || v == c.cfg.Normal {
+		return nil
+	}
+	c.cfg.Normal = v
+	if !c.hasInput {
+		return nil
+	}
+	return c.SetInput(c.input)
+}
+
 // limits returns the limits v is beyond.
 func (c *Condition) limits(v float64) Limit {
 	l := c.cfg.Limits

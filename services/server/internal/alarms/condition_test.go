@@ -285,6 +285,10 @@ func TestDiscreteAndOffNormal(t *testing.T) {
 	require.Len(t, o.SetInput(4), 1)
 	require.True(t, o.State().Active)
 	require.Equal(t, uint16(500), o.State().Severity)
+	require.Len(t, o.SetNormal(4), 1, "the input is normal now")
+	require.False(t, o.State().Active)
+	require.Empty(t, o.SetNormal(4))
+	require.Empty(t, d.SetNormal(1), "only an off-normal alarm has a normal value")
 }
 
 // TestBranchOnReactivation: an alarm that returns to normal unacknowledged and rises

@@ -177,6 +177,8 @@ var fields = func() []field {
 				}
 				return codec.DoubleVariant(float64(s.UnshelveAt.Sub(s.Time)) / float64(time.Millisecond))
 			}},
+		field{path: []string{"NormalState"}, dataType: id.NodeId, has: func(c *Config) bool { return c.Kind == KindOffNormal },
+			value: func(e *entry, _ *Snapshot) codec.Variant { return codec.NodeIdVariant(e.NormalState) }},
 		limitField("HighHighLimit", func(l *Limits) float64 { return l.HighHigh }),
 		limitField("HighLimit", func(l *Limits) float64 { return l.High }),
 		limitField("LowLimit", func(l *Limits) float64 { return l.Low }),

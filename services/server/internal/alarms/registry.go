@@ -37,6 +37,9 @@ type Instance struct {
 	// Input is the InputNode of an alarm: each new Value of it (SetValue or Write)
 	// is the alarm's input. It must not be a node of a condition.
 	Input codec.NodeId
+	// NormalState is the variable whose value is the normal value of an off-normal
+	// alarm (Part 9 §5.8.23): each new value of it is the alarm's Normal.
+	NormalState codec.NodeId
 	// Parent organizes the condition, so that a Browse finds it.
 	Parent codec.NodeId
 	// Notifiers are the notifiers whose event items get the condition's events, the
@@ -75,8 +78,9 @@ type Registry struct {
 	// sources are the notifier and source pairs linked by HasEventSource, once each.
 	sources map[[2]codec.NodeId]bool
 
-	imu    sync.RWMutex // guards inputs
-	inputs map[codec.NodeId][]*entry
+	imu     sync.RWMutex // guards inputs, normals
+	inputs  map[codec.NodeId][]*entry
+	normals map[codec.NodeId][]*entry // by NormalState
 }
 
 // typeOf is the ObjectType of each Kind.
@@ -97,7 +101,8 @@ func n0(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
 // §5.8.10), which fails if something else implements them.
 func NewRegistry(space *addrspace.Space, now func() time.Time) (*Registry, error) {
 	r := &Registry{space: space, now: now, conds: make(map[codec.NodeId]*entry),
-		byShelving: make(map[codec.NodeId]*entry), inputs: make(map[codec.NodeId][]*entry), sources: make(map[[2]codec.NodeId]bool)}
+		byShelving: make(map[codec.NodeId]*entry), inputs: make(map[codec.NodeId][]*entry),
+		normals: make(map[codec.NodeId][]*entry), sources: make(map[[2]codec.NodeId]bool)}
 	handlers := []struct {
 		method uint32
 		fn     addrspace.MethodHandler
@@ -284,25 +289,33 @@ func (r *Registry) Add(in Instance) error {
 		r.byShelving[e.shelving] = e
 	}
 	r.mu.Unlock()
+	r.imu.Lock()
 	if !in.Input.IsNull() && cfg.Kind.alarm() {
-		r.imu.Lock()
 		r.inputs[in.Input] = append(r.inputs[in.Input], e)
-		r.imu.Unlock()
 	}
+	if !in.NormalState.IsNull() && cfg.Kind == KindOffNormal {
+		r.normals[in.NormalState] = append(r.normals[in.NormalState], e)
+	}
+	r.imu.Unlock()
 	return nil
 }
 
-// inputChanged evaluates the alarms whose input is id (Space.OnChange).
+// inputChanged evaluates the alarms whose input or normal value is id (Space.OnChange).
 func (r *Registry) inputChanged(nid codec.NodeId, dv *codec.DataValue) {
 	r.imu.RLock()
-	es := r.inputs[nid]
+	es, normals := r.inputs[nid], r.normals[nid]
 	r.imu.RUnlock()
-	if len(es) == 0 {
+	if len(es) == 0 && len(normals) == 0 {
 		return
 	}
 	v, ok := number(dv.Value)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, e := range normals {
+		if ok {
+			r.publishLocked(e, e.cond.SetNormal(v))
+		}
+	}
 	for _, e := range es {
 		q := dv.Status
 		if !ok && q.IsGood() {

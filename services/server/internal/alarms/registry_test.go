@@ -457,3 +457,26 @@ var typeNames = map[Kind]string{
 	KindExclusiveLimit: "ExclusiveLimitAlarmType", KindNonExclusiveLimit: "NonExclusiveLimitAlarmType",
 	KindDiscrete: "DiscreteAlarmType", KindOffNormal: "OffNormalAlarmType",
 }
+
+// TestRegistryOffNormal: an off-normal alarm compares its input with the value of its
+// NormalState variable as both change.
+func TestRegistryOffNormal(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t)
+	normal := codec.NewStringNodeId(1, "Normal")
+	require.NoError(t, s.space.AddNode(addrspace.Node{NodeId: normal, NodeClass: ua.NodeClassVariable,
+		BrowseName: codec.QualifiedName{NamespaceIndex: 1, Name: "Normal"}, DataType: n0(id.Int32), ValueRank: -1,
+		AccessLevel: uint8(ua.AccessLevelTypeCurrentRead), Value: codec.Int32Variant(3)}))
+	cid := codec.NewStringNodeId(1, "OffNormal")
+	require.NoError(t, s.reg.Add(Instance{Config: Config{Kind: KindOffNormal, ID: cid, Name: "OffNormal", Normal: 3, Severity: 400},
+		Source: source, Input: source, NormalState: normal, Notifiers: []codec.NodeId{server}}))
+	ns := s.read(t, codec.NewStringNodeId(1, "OffNormal.NormalState"))
+	require.Equal(t, normal, ns.NodeId())
+	active := func() bool { st, _ := s.reg.State(cid); return st.Active }
+	s.space.SetValue(source, codec.DataValue{Value: codec.Int32Variant(3)})
+	require.False(t, active())
+	s.space.SetValue(normal, codec.DataValue{Value: codec.Int32Variant(4)})
+	require.True(t, active(), "3 is off the new normal 4")
+	s.space.SetValue(source, codec.DataValue{Value: codec.Int32Variant(4)})
+	require.False(t, active())
+}
