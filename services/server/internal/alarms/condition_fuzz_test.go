@@ -19,13 +19,13 @@ func FuzzConditionMethods(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clk := &clock{t: time.Unix(1000, 0)}
 		cfg := limitConfig(KindNonExclusiveLimit)
-		if len(ops) > 0 && ops[0]&1 == 1 {
-			cfg.Kind = KindExclusiveLimit
+		if len(ops) > 0 {
+			cfg.Kind = [...]Kind{KindNonExclusiveLimit, KindExclusiveLimit, KindOffNormal, KindAcknowledgeable}[ops[0]%4]
 		}
 		c := NewCondition(cfg, clk.now)
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(ops) && i < 512; i += 2 {
-			op, arg := ops[i]%10, ops[i+1]
+			op, arg := ops[i]%11, ops[i+1]
 			clk.t = clk.t.Add(time.Duration(arg) * time.Second)
 			// The EventId the client names: the newest of the condition or of a branch,
 			// or one it made up.
@@ -62,6 +62,8 @@ func FuzzConditionMethods(f *testing.F) {
 				out, code = c.Unshelve()
 			case 9:
 				out = c.SetQuality(status.Code(uint32(arg) << 24))
+			case 10:
+				out = c.SetNormal(float64(arg % 4))
 			}
 			if code != status.Good {
 				if len(out) != 0 || !sameState(before, c.State()) {
@@ -90,7 +92,7 @@ func FuzzConditionMethods(f *testing.F) {
 			if st := c.State(); cfg.Kind == KindExclusiveLimit && st.Limits&(st.Limits-1) != 0 {
 				t.Fatalf("exclusive alarm in two limit states: %b", st.Limits)
 			}
-			if st := c.State(); st.Enabled && st.Active != (st.Limits != 0) {
+			if st := c.State(); cfg.Kind.limit() && st.Enabled && st.Active != (st.Limits != 0) {
 				t.Fatalf("active %v with limits %b", st.Active, st.Limits)
 			}
 		}
