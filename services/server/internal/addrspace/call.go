@@ -111,6 +111,7 @@ func (s *Space) AddMethod(object codec.NodeId, method Node, inputArgs, outputArg
 // runs the handler. Handlers run one after another on the caller's goroutine; one that
 // panics is BadInternalError for its item (telemetry.PlaceAddressSpace).
 func (s *Space) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	ctx = context.WithValue(ctx, principalKey{}, &op.Principal)
 	for i := range op.Items {
 		op.Results[i] = s.callOne(ctx, &op.Items[i])
 	}
@@ -285,4 +286,35 @@ func (s *Space) argumentsLocked(method codec.NodeId, mv view) ([]ua.Argument, st
 		}
 	}
 	return args, status.Good
+}
+
+// principalKey is the context key of the caller of a Method.
+type principalKey struct{}
+
+// CallPrincipal returns who calls the Method whose handler got ctx (Part 9 asks for
+// the user of an Acknowledge and the session of a ConditionRefresh), or nil outside a
+// Call.
+func CallPrincipal(ctx context.Context) *nodemgr.Principal {
+	p, _ := ctx.Value(principalKey{}).(*nodemgr.Principal)
+	return p
+}
+
+// SetMethodHandler makes handler the implementation of a Method that exists already, a
+// Method of namespace 0's types such as AcknowledgeableConditionType's Acknowledge
+// (Part 9), which clients call with the instance as ObjectId (Part 4 §5.11.2). It
+// fails for an unknown node, one that is not a Method, or one that has a handler.
+func (s *Space) SetMethodHandler(method codec.NodeId, handler MethodHandler) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.lookupLocked(method)
+	switch {
+	case handler == nil:
+		return fmt.Errorf("addrspace: SetMethodHandler %v: nil handler", method)
+	case !ok || v.class() != ua.NodeClassMethod:
+		return fmt.Errorf("addrspace: SetMethodHandler: %v is not a Method", method)
+	case s.methods[method] != nil:
+		return fmt.Errorf("addrspace: SetMethodHandler: %v has a handler", method)
+	}
+	s.methods[method] = handler
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"uastack.dev/pkg/ua/id"
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/admission"
+	"uastack.dev/services/server/internal/alarms"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/demo"
 	"uastack.dev/services/server/internal/diagnostics"
@@ -107,6 +108,9 @@ type Server struct {
 
 	// red is the server's place in a redundant set and its ServiceLevel (redundancy.go).
 	red presence
+
+	// alarms are the conditions (Part 9), the demo's limit alarms among them (alarms.go).
+	alarms *alarms.Registry
 
 	stopTrust func()
 	// pipe dispatches every request through the service table (conn.go).
@@ -243,6 +247,9 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	s.retained = reassemblyBudget(cfg)
 	s.observeAdmission()
 	if err := s.diag.Install(s.space); err != nil {
+		return nil, err
+	}
+	if err := s.initAlarms(); err != nil {
 		return nil, err
 	}
 	if err := s.initCapabilities(); err != nil {
@@ -479,6 +486,9 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.closeManagers()
+		if s.alarms != nil {
+			s.alarms.Close()
+		}
 		s.sessions.Stop()
 		if s.mirror != nil {
 			s.mirror.Close()

@@ -197,24 +197,30 @@ func (e *Engine) Emit(ev *Event, notifiers ...codec.NodeId) {
 			if it.mode == ua.MonitoringModeDisabled {
 				continue
 			}
-			fields, ok := e.filterEvent(it, ev)
-			if !ok {
-				continue
-			}
-			if len(it.events.q) >= it.events.size {
-				it.sub.counters.queueOverflows++
-			}
-			var ovf []codec.Variant
-			it.events.push(fields, it.discardOld, func() []codec.Variant {
-				ovf = it.events.filter.fields(overflowEvent(now))
-				return ovf
-			})
-			it.n = len(it.events.q)
-			e.reportLocked(it)
-			if len(e.observers) > 0 {
-				e.notifyLocked(Change{Kind: ChangeEventQueued, Subscription: it.sub.id, Item: it.id, Event: fields, Overflow: ovf})
-			}
+			e.queueEventLocked(it, ev, now, true)
 		}
+	}
+}
+
+// queueEventLocked queues the selected fields of ev on the event item it when ev passes
+// its where clause (or where is false).
+func (e *Engine) queueEventLocked(it *item, ev *Event, now codec.DateTime, where bool) {
+	fields, ok := e.filterEvent(it, ev, where)
+	if !ok {
+		return
+	}
+	if len(it.events.q) >= it.events.size {
+		it.sub.counters.queueOverflows++
+	}
+	var ovf []codec.Variant
+	it.events.push(fields, it.discardOld, func() []codec.Variant {
+		ovf = it.events.filter.fields(overflowEvent(now))
+		return ovf
+	})
+	it.n = len(it.events.q)
+	e.reportLocked(it)
+	if len(e.observers) > 0 {
+		e.notifyLocked(Change{Kind: ChangeEventQueued, Subscription: it.sub.id, Item: it.id, Event: fields, Overflow: ovf})
 	}
 }
 
@@ -222,7 +228,7 @@ func (e *Engine) Emit(ev *Event, notifiers ...codec.NodeId) {
 // clause. A filter that panics (a field of a node manager's Structure whose encoding
 // panics, which a comparison encodes, or which comparer.check finds among the selected
 // fields) is reported, and the item skips ev.
-func (e *Engine) filterEvent(it *item, ev *Event) (fields []codec.Variant, ok bool) {
+func (e *Engine) filterEvent(it *item, ev *Event, where bool) (fields []codec.Variant, ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.panics.Recovered(telemetry.PlaceFilter, v, "monitoredItem", it.id)
@@ -230,7 +236,7 @@ func (e *Engine) filterEvent(it *item, ev *Event) (fields []codec.Variant, ok bo
 		}
 	}()
 	f := it.events.filter
-	if !f.where.matches(ev, f.types, &e.cmp) {
+	if where && !f.where.matches(ev, f.types, &e.cmp) {
 		return nil, false
 	}
 	fields = f.fields(ev)

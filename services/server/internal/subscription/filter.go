@@ -89,8 +89,11 @@ func compileField(o *ua.SimpleAttributeOperand, types EventTypes) (field, status
 
 // value reads the field of ev: null when ev is not of the operand's type.
 func (f *field) value(ev *Event, types EventTypes) codec.Variant {
-	if f.nodeID || (f.typ != baseEventType && !types.IsSubtype(ev.Type, f.typ)) {
+	if f.typ != baseEventType && !types.IsSubtype(ev.Type, f.typ) {
 		return codec.Variant{}
+	}
+	if f.nodeID {
+		return ev.Fields[KeyConditionId]
 	}
 	return ev.Fields[f.key]
 }
