@@ -321,7 +321,11 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 		}
 	case attr.DataTypeDefinition:
 		if n != nil {
-			return status.BadAttributeIdInvalid
+			if n.DataTypeDefinition.IsNull() {
+				return status.BadAttributeIdInvalid
+			}
+			*out = n.DataTypeDefinition
+			return status.Good
 		}
 		d, err := t.DataTypeDefinition()
 		if err != nil {

@@ -57,7 +57,14 @@ type Node struct {
 	// UserAccessLevel and UserWriteMask without write bits. Empty means anyone who may
 	// write by AccessLevel and WriteMask.
 	WriteRoles []codec.NodeId
-	Value      codec.Variant
+	// UserAccessDenied are the AccessLevel bits no principal is granted, as a model's
+	// UserAccessLevel short of its AccessLevel says: the UserAccessLevel lacks them, and
+	// a write they would allow is BadUserAccessDenied.
+	UserAccessDenied uint8
+	// DataTypeDefinition is a DataType's StructureDefinition or EnumDefinition in an
+	// ExtensionObject (attribute 23, Part 3 §5.8.3); null when it has none.
+	DataTypeDefinition codec.Variant
+	Value              codec.Variant
 	// References are the node's references; AddNode also records each one, inverted,
 	// on its target.
 	References []Reference
