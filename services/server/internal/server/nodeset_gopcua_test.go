@@ -88,7 +88,9 @@ func TestNodesetGopcua(t *testing.T) {
 		require.NoError(t, err)
 		return resp.Results
 	}
-	value := func(id *ua.NodeID) *ua.ReadValueID { return &ua.ReadValueID{NodeID: id, AttributeID: ua.AttributeIDValue} }
+	value := func(id *ua.NodeID) *ua.ReadValueID {
+		return &ua.ReadValueID{NodeID: id, AttributeID: ua.AttributeIDValue}
+	}
 	res := read(value(props["SerialNumber"]), value(props["Manufacturer"]), value(props["Settings"]),
 		&ua.ReadValueID{NodeID: ua.NewNumericNodeID(nsPump, 3001), AttributeID: ua.AttributeIDDataTypeDefinition},
 		&ua.ReadValueID{NodeID: props["Speed"], AttributeID: ua.AttributeIDHistorizing},
