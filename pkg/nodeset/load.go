@@ -440,8 +440,9 @@ func (f *fileState) node(e *element, n *Node) error {
 			}
 		}
 	}
-	if n.DisplayName.Text == "" {
-		n.DisplayName = codec.LocalizedText{Text: n.BrowseName.Name}
+	if n.DisplayName.Text == "" || n.DisplayName.Text == n.BrowseName.Name {
+		// Most files repeat the BrowseName; one string serves both.
+		n.DisplayName.Text = n.BrowseName.Name
 	}
 	return nil
 }

@@ -103,19 +103,32 @@ func parse(r io.Reader, file string) (*document, error) {
 		return &Error{File: file, Line: line, Err: fmt.Errorf(format, args...)}
 	}
 	line := func() int { l, _ := dec.InputPos(); return l }
-	seenRoot := false
+	seenRoot, rootDone := false, false
 	budget := maxElementsAll
 	for {
-		tok, err := dec.Token()
+		// RawToken: namespace prefixes are not translated (names are matched by their
+		// local part) and readElement checks that end tags match, which saves a third
+		// of the tokenizer's time over Token.
+		tok, err := dec.RawToken()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, xmlError(file, err, line())
 		}
+		if end, ok := tok.(xml.EndElement); ok {
+			if !seenRoot || rootDone || end.Name.Local != "UANodeSet" {
+				return nil, fail(line(), "unexpected </%s>", qname(end.Name))
+			}
+			rootDone = true
+			continue
+		}
 		se, ok := tok.(xml.StartElement)
 		if !ok {
 			continue
+		}
+		if rootDone {
+			return nil, fail(line(), "element <%s> after </UANodeSet>", qname(se.Name))
 		}
 		if !seenRoot {
 			if se.Name.Local != "UANodeSet" {
@@ -150,8 +163,8 @@ func parse(r io.Reader, file string) (*document, error) {
 			return nil, fail(e.Line, "unknown element %s in UANodeSet", e.Name)
 		}
 	}
-	if !seenRoot {
-		return nil, fail(0, "no UANodeSet element")
+	if !seenRoot || !rootDone {
+		return nil, fail(line(), "no complete UANodeSet element")
 	}
 	return doc, nil
 }
@@ -184,7 +197,7 @@ func readElement(dec *xml.Decoder, se xml.StartElement, line, depth int, budget 
 	e := &element{Name: se.Name.Local, Attr: se.Attr, Line: line}
 	var text strings.Builder
 	for {
-		tok, err := dec.Token()
+		tok, err := dec.RawToken()
 		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -208,8 +221,20 @@ func readElement(dec *xml.Decoder, se xml.StartElement, line, depth int, budget 
 			}
 			text.Write(t)
 		case xml.EndElement:
+			if t.Name != se.Name {
+				l, _ := dec.InputPos()
+				return nil, &Error{Line: l, Err: fmt.Errorf("element <%s> closed by </%s>", qname(se.Name), qname(t.Name))}
+			}
 			e.Text = text.String()
 			return e, nil
 		}
 	}
+}
+
+// qname writes a name as it stands in the file.
+func qname(n xml.Name) string {
+	if n.Space != "" {
+		return n.Space + ":" + n.Local
+	}
+	return n.Local
 }
