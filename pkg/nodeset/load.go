@@ -180,66 +180,101 @@ func (f *fileState) errorf(line int, format string, args ...any) error {
 // be loaded already (namespace 0 is) at their version or later. Nothing of a file that
 // fails is kept, apart from the namespaces it registered.
 func (l *Loader) Load(r io.Reader, file string) (*Result, error) {
-	doc, err := parse(r, file)
+	doc := &document{file: file, aliases: make(map[string]string)}
+	f := &fileState{Loader: l, doc: doc, nsMap: []uint16{0}}
+	res := &Result{File: file}
+	// The tables come first; they are taken in at the first node (or the end).
+	started := false
+	begin := func() error {
+		started = true
+		for _, m := range doc.models {
+			model, err := f.model(m)
+			if err != nil {
+				return err
+			}
+			res.Models = append(res.Models, model)
+		}
+		for _, u := range doc.namespaces {
+			if u == "" {
+				return f.errorf(0, "empty namespace URI")
+			}
+			f.nsMap = append(f.nsMap, l.namespace(u))
+		}
+		return nil
+	}
+	var nodes []Node
+	// kept are the elements read once the type system is known: a Variable's Value, a
+	// DataType's Definition; nil for the other nodes.
+	var kept []*element
+	err := parse(r, doc, func(e *element) error {
+		if !started {
+			if err := begin(); err != nil {
+				return err
+			}
+		}
+		nodes = append(nodes, Node{})
+		if err := f.node(e, &nodes[len(nodes)-1]); err != nil {
+			return err
+		}
+		var k *element
+		for _, c := range e.Children {
+			if c.Name == "Value" || c.Name == "Definition" {
+				if k == nil {
+					k = &element{Name: e.Name, Line: e.Line}
+				}
+				k.Children = append(k.Children, c)
+			}
+		}
+		kept = append(kept, k)
+		return nil
+	})
+	if err == nil && !started {
+		err = begin()
+	}
 	if err != nil {
 		return nil, err
 	}
-	f := &fileState{Loader: l, doc: doc, nsMap: []uint16{0}}
-	res := &Result{File: file}
-	for _, m := range doc.models {
-		model, err := f.model(m)
-		if err != nil {
-			return nil, err
-		}
-		res.Models = append(res.Models, model)
-	}
-	for _, u := range doc.namespaces {
-		if u == "" {
-			return nil, f.errorf(0, "empty namespace URI")
-		}
-		f.nsMap = append(f.nsMap, l.namespace(u))
-	}
-	nodes := make([]Node, len(doc.nodes))
-	for i, e := range doc.nodes {
-		if err := f.node(e, &nodes[i]); err != nil {
-			return nil, err
-		}
-	}
 	// The type system first, so that values and definitions can name types of the file.
 	added := f.learnTypes(nodes)
-	for i, e := range doc.nodes {
+	fail := func(err error) (*Result, error) {
+		f.forget(added)
+		return nil, err
+	}
+	for i := range nodes {
 		n := &nodes[i]
-		if n.NodeClass == ua.NodeClassDataType {
-			if d := e.child("Definition"); d != nil {
-				if err := f.definition(n, d); err != nil {
-					f.forget(added)
-					return nil, err
-				}
+		if n.NodeClass != ua.NodeClassDataType || kept[i] == nil {
+			continue
+		}
+		if d := kept[i].child("Definition"); d != nil {
+			if err := f.definition(n, d); err != nil {
+				return fail(err)
 			}
 		}
 	}
-	for i, e := range doc.nodes {
+	for i := range nodes {
 		n := &nodes[i]
 		if n.NodeClass == ua.NodeClassDataType && f.defs[n.NodeId] != nil && !n.IsAbstract {
 			t, err := f.dynamicType(n.NodeId, 0)
 			if err != nil {
-				f.forget(added)
-				return nil, f.errorf(e.Line, "%v", err)
+				return fail(f.errorf(n.Line, "%v", err))
 			}
 			res.Types = append(res.Types, t)
 		}
 	}
-	for i, e := range doc.nodes {
-		v := e.child("Value")
-		if v == nil || (nodes[i].NodeClass != ua.NodeClassVariable && nodes[i].NodeClass != ua.NodeClassVariableType) {
+	for i := range nodes {
+		if kept[i] == nil || (nodes[i].NodeClass != ua.NodeClassVariable && nodes[i].NodeClass != ua.NodeClassVariableType) {
+			continue
+		}
+		v := kept[i].child("Value")
+		if v == nil {
 			continue
 		}
 		val, err := f.value(v)
 		if err != nil {
-			f.forget(added)
-			return nil, err
+			return fail(err)
 		}
 		nodes[i].Value = val
+		kept[i] = nil
 	}
 	for _, m := range res.Models {
 		l.models[m.URI] = m.Version

@@ -81,24 +81,24 @@ const (
 	maxElementsAll = 1 << 26 // elements kept for one file
 )
 
-// document is a parsed file: its tables and its node elements in order.
+// document is a file's tables, read before its nodes (UANodeSet.xsd orders them so).
 type document struct {
 	file       string
 	namespaces []string
 	models     []*element
 	aliases    map[string]string
-	nodes      []*element
 }
 
 // nodeElements are the element names of the node classes.
 var nodeElements = map[string]bool{"UAObject": true, "UAVariable": true, "UAMethod": true, "UAView": true,
 	"UAObjectType": true, "UAVariableType": true, "UADataType": true, "UAReferenceType": true}
 
-// parse reads a UANodeSet document.
-func parse(r io.Reader, file string) (*document, error) {
+// parse reads a UANodeSet document into doc and hands each node element to node as it
+// is read, so that the elements of the whole file are never held at once.
+func parse(r io.Reader, doc *document, node func(*element) error) error {
+	file := doc.file
 	dec := xml.NewDecoder(r)
 	dec.Strict = true
-	doc := &document{file: file, aliases: make(map[string]string)}
 	fail := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Err: fmt.Errorf(format, args...)}
 	}
@@ -114,11 +114,11 @@ func parse(r io.Reader, file string) (*document, error) {
 			break
 		}
 		if err != nil {
-			return nil, xmlError(file, err, line())
+			return xmlError(file, err, line())
 		}
 		if end, ok := tok.(xml.EndElement); ok {
 			if !seenRoot || rootDone || end.Name.Local != "UANodeSet" {
-				return nil, fail(line(), "unexpected </%s>", qname(end.Name))
+				return fail(line(), "unexpected </%s>", qname(end.Name))
 			}
 			rootDone = true
 			continue
@@ -128,18 +128,18 @@ func parse(r io.Reader, file string) (*document, error) {
 			continue
 		}
 		if rootDone {
-			return nil, fail(line(), "element <%s> after </UANodeSet>", qname(se.Name))
+			return fail(line(), "element <%s> after </UANodeSet>", qname(se.Name))
 		}
 		if !seenRoot {
 			if se.Name.Local != "UANodeSet" {
-				return nil, fail(line(), "root element is %s, not UANodeSet", se.Name.Local)
+				return fail(line(), "root element is %s, not UANodeSet", se.Name.Local)
 			}
 			seenRoot = true
 			continue
 		}
 		e, err := readElement(dec, se, line(), 0, &budget)
 		if err != nil {
-			return nil, xmlError(file, err, line())
+			return xmlError(file, err, line())
 		}
 		switch {
 		case e.Name == "NamespaceUris":
@@ -152,21 +152,23 @@ func parse(r io.Reader, file string) (*document, error) {
 			for _, c := range e.Children {
 				a, ok := c.attr("Alias")
 				if !ok {
-					return nil, fail(c.Line, "Alias without its Alias attribute")
+					return fail(c.Line, "Alias without its Alias attribute")
 				}
 				doc.aliases[a] = strings.TrimSpace(c.Text)
 			}
 		case nodeElements[e.Name]:
-			doc.nodes = append(doc.nodes, e)
+			if err := node(e); err != nil {
+				return err
+			}
 		case e.Name == "ServerUris", e.Name == "Extensions", e.Name == "LastModified":
 		default:
-			return nil, fail(e.Line, "unknown element %s in UANodeSet", e.Name)
+			return fail(e.Line, "unknown element %s in UANodeSet", e.Name)
 		}
 	}
 	if !seenRoot || !rootDone {
-		return nil, fail(line(), "no complete UANodeSet element")
+		return fail(line(), "no complete UANodeSet element")
 	}
-	return doc, nil
+	return nil
 }
 
 // xmlError turns an error of the XML decoder into an Error at its line.

@@ -64,12 +64,11 @@ func BenchmarkStartModels(b *testing.B) {
 					b.Fatal(err)
 				}
 				space := addrspace.New(set.Namespaces()...)
+				nodes = set.Len()
 				if err := set.Install(space); err != nil {
 					b.Fatal(err)
 				}
-				nodes = set.Len()
 				b.StopTimer()
-				set = nil
 				perNode = float64(heapInUse()-before) / float64(nodes)
 				runtime.KeepAlive(space)
 				b.StartTimer()

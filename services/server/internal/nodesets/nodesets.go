@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/nodemgr"
@@ -79,7 +80,7 @@ type edge struct {
 }
 
 // Install registers the models' structures with the codec and adds their nodes to
-// space, which must serve the Set's Namespaces. A reference that a file gives at both
+// space, which must serve the Set's Namespaces; the Set is empty afterwards. A reference that a file gives at both
 // its ends is added once; one from a node outside the models (the Objects folder, a type
 // of namespace 0) is added from the model's end.
 func (s *Set) Install(space *addrspace.Space) error {
@@ -143,5 +144,17 @@ func (s *Set) Install(space *addrspace.Space) error {
 			}
 		}
 	}
+	// The records are in the Space now. A large model leaves hundreds of megabytes of
+	// garbage from its XML, which a server that just started would otherwise keep
+	// resident until the heap grows back to it.
+	large := s.Len() >= freeAfter
+	s.results = nil
+	if large {
+		debug.FreeOSMemory()
+	}
 	return nil
 }
+
+// freeAfter is the size of a model after whose install the memory of reading it is
+// given back to the operating system at once.
+const freeAfter = 10_000
