@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,6 @@ type Loader struct {
 	super     map[codec.NodeId]codec.NodeId // a type's supertype
 	encodings map[codec.NodeId]codec.NodeId // an encoding node's DataType
 	binary    map[codec.NodeId]codec.NodeId // a DataType's "Default Binary" encoding
-	classes   map[codec.NodeId]ua.NodeClass
 	defs      map[codec.NodeId]*ua.StructureDefinition
 	names     map[codec.NodeId]string
 	// dynamic are the types made so far (nodesets' and the templates of namespace 0
@@ -117,7 +117,6 @@ func NewLoader(namespaces []string) *Loader {
 		super:     make(map[codec.NodeId]codec.NodeId),
 		encodings: make(map[codec.NodeId]codec.NodeId),
 		binary:    make(map[codec.NodeId]codec.NodeId),
-		classes:   make(map[codec.NodeId]ua.NodeClass),
 		defs:      make(map[codec.NodeId]*ua.StructureDefinition),
 		names:     make(map[codec.NodeId]string),
 		dynamic:   make(map[codec.NodeId]*codec.DynamicType),
@@ -202,7 +201,7 @@ func (l *Loader) Load(r io.Reader, file string) (*Result, error) {
 		}
 		return nil
 	}
-	var nodes []Node
+	var chunks [][]Node
 	// kept are the elements read once the type system is known: a Variable's Value, a
 	// DataType's Definition; nil for the other nodes.
 	var kept []*element
@@ -212,8 +211,14 @@ func (l *Loader) Load(r io.Reader, file string) (*Result, error) {
 				return err
 			}
 		}
-		nodes = append(nodes, Node{})
-		if err := f.node(e, &nodes[len(nodes)-1]); err != nil {
+		// In chunks, copied once at the end: appending a slice of nodes this size
+		// copies it over and over as it grows.
+		if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
+			chunks = append(chunks, make([]Node, 0, nodeChunk))
+		}
+		c := &chunks[len(chunks)-1]
+		*c = append(*c, Node{})
+		if err := f.node(e, &(*c)[len(*c)-1]); err != nil {
 			return err
 		}
 		var k *element
@@ -234,6 +239,8 @@ func (l *Loader) Load(r io.Reader, file string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	nodes := slices.Concat(chunks...)
+	chunks = nil
 	// The type system first, so that values and definitions can name types of the file.
 	added := f.learnTypes(nodes)
 	fail := func(err error) (*Result, error) {
@@ -581,7 +588,7 @@ func (a *attrs) nodeId(s string) codec.NodeId {
 	return n
 }
 
-// learnTypes records the type system of nodes (supertypes, encodings, classes) and
+// learnTypes records the type system of nodes (supertypes, encodings, type names) and
 // returns the ids it added, for forget.
 func (f *fileState) learnTypes(nodes []Node) []codec.NodeId {
 	hasSubtype := codec.NewNumericNodeId(0, id.HasSubtype)
@@ -589,7 +596,12 @@ func (f *fileState) learnTypes(nodes []Node) []codec.NodeId {
 	var added []codec.NodeId
 	for i := range nodes {
 		n := &nodes[i]
-		f.classes[n.NodeId] = n.NodeClass
+		if n.NodeClass == ua.NodeClassObject || n.NodeClass == ua.NodeClassVariable || n.NodeClass == ua.NodeClassMethod {
+			// Of the instances only the encodings' names are needed.
+			if !strings.HasPrefix(n.BrowseName.Name, "Default ") {
+				continue
+			}
+		}
 		f.names[n.NodeId] = n.BrowseName.Name
 		added = append(added, n.NodeId)
 		for _, r := range n.References {
@@ -617,7 +629,6 @@ func (f *fileState) learnTypes(nodes []Node) []codec.NodeId {
 // forget takes out what learnTypes and definition added for a file that failed.
 func (f *fileState) forget(ids []codec.NodeId) {
 	for _, n := range ids {
-		delete(f.classes, n)
 		delete(f.names, n)
 		delete(f.super, n)
 		delete(f.encodings, n)
@@ -657,6 +668,9 @@ func (l *Loader) isSubtype(t, super codec.NodeId) bool {
 	}
 	return false
 }
+
+// nodeChunk is how many nodes Load reads into one chunk.
+const nodeChunk = 4096
 
 // maxTypeDepth bounds walks up the type tree against loops in a file.
 const maxTypeDepth = 64
