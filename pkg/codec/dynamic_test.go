@@ -180,9 +180,9 @@ func TestRegisterDynamic(t *testing.T) {
 	other, err := codec.NewDynamicType("Inner", dynID(1), dynID(2), codec.NodeId{}, codec.NodeId{}, codec.StructurePlain, in.Fields[:1])
 	require.NoError(t, err)
 	require.Error(t, codec.RegisterDynamic(other))
-	taken, err := codec.NewDynamicType("binStruct", codec.NodeId{}, binStructInfo.BinaryEncoding, codec.NodeId{}, codec.NodeId{}, codec.StructurePlain, in.Fields)
+	_, err = codec.NewDynamicType("binStruct", codec.NodeId{}, binStructInfo.BinaryEncoding, codec.NodeId{}, codec.NodeId{}, codec.StructurePlain, in.Fields)
 	require.Error(t, err, "a null DataType")
-	taken, err = codec.NewDynamicType("binStruct", dynID(97), binStructInfo.BinaryEncoding, codec.NodeId{}, codec.NodeId{}, codec.StructurePlain, in.Fields)
+	taken, err := codec.NewDynamicType("binStruct", dynID(97), binStructInfo.BinaryEncoding, codec.NodeId{}, codec.NodeId{}, codec.StructurePlain, in.Fields)
 	require.NoError(t, err)
 	require.Error(t, codec.RegisterDynamic(taken))
 

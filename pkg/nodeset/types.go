@@ -11,10 +11,7 @@ import (
 	"uastack.dev/pkg/ua/ns0"
 )
 
-var (
-	structureID   = codec.NewNumericNodeId(0, id.Structure)
-	enumerationID = codec.NewNumericNodeId(0, id.Enumeration)
-)
+var structureID = codec.NewNumericNodeId(0, id.Structure)
 
 // definition reads the Definition of the DataType n (Part 6 Annex F.12) into its
 // DataTypeDefinition: an EnumDefinition below Enumeration and for option sets, a
