@@ -214,7 +214,11 @@ func (l *Loader) Load(r io.Reader, file string) (*Result, error) {
 		// In chunks, copied once at the end: appending a slice of nodes this size
 		// copies it over and over as it grows.
 		if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
-			chunks = append(chunks, make([]Node, 0, nodeChunk))
+			size := nodeChunk
+			if len(chunks) < 6 {
+				size >>= 6 - len(chunks) // small files take small chunks
+			}
+			chunks = append(chunks, make([]Node, 0, size))
 		}
 		c := &chunks[len(chunks)-1]
 		*c = append(*c, Node{})
