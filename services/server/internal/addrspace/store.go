@@ -184,10 +184,8 @@ func (s *Space) AddNode(n Node) error {
 	if _, ok := s.lookupLocked(n.NodeId); ok {
 		return fmt.Errorf("addrspace: AddNode: %v exists", n.NodeId)
 	}
-	nn := n
-	nn.References = nil
 	e := s.entries.add(n.NodeId)
-	e.n = &nn
+	e.n = newStored(&n)
 	for _, r := range n.References {
 		s.addRefLocked(n.NodeId, r)
 		s.addRefLocked(r.TargetId, Reference{

@@ -9,7 +9,7 @@ import (
 // view is a node of either source, a run-time Node or a namespace 0 table record, with
 // the Value state the Space keeps of it (e, nil when none).
 type view struct {
-	n   *Node
+	n   *stored
 	tab ns0.Node
 	e   *entry
 }
