@@ -436,9 +436,14 @@ type refSet struct {
 // addRefLocked adds r to the run-time references of id. s.mu must be held for writing.
 func (s *Space) addRefLocked(id codec.NodeId, r Reference) {
 	rs := s.refs[id]
-	if r.IsForward {
+	switch {
+	case r.IsForward:
 		rs.fwd = append(rs.fwd, r)
-	} else {
+	case r.ReferenceTypeId == hasSubtype && len(rs.inv) > 0:
+		// First, where superTypeLocked finds it at once even when the type's
+		// instances were added before it.
+		rs.inv = slices.Insert(rs.inv, 0, r)
+	default:
 		rs.inv = append(rs.inv, r)
 	}
 	s.refs[id] = rs
