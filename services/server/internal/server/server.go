@@ -339,8 +339,9 @@ func (s *Server) closeManagers() {
 	}
 }
 
-// buildAddressSpace builds namespace 0, the demo namespace when it is on, the routes to
-// managers and the values of the Server object.
+// buildAddressSpace builds namespace 0, the demo namespace when it is on, the models of
+// addressSpace.nodesets and of the managers, the routes to managers and the values of
+// the Server object.
 func (s *Server) buildAddressSpace(managers []routing.Named) error {
 	uris := []string{addrspace.NamespaceURI0}
 	if s.cfg.AddressSpace.DemoNamespace {
@@ -364,6 +365,9 @@ func (s *Server) buildAddressSpace(managers []routing.Named) error {
 			return err
 		}
 		s.demo = d
+	}
+	if n := models.Len(); n > 0 {
+		s.log.Info("models loaded", "nodes", n, "namespaces", models.Namespaces()[len(uris):])
 	}
 	if err := models.Install(s.space); err != nil {
 		return err
