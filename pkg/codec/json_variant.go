@@ -113,6 +113,11 @@ func (e *JSONEncoder) variantMembers(v *Variant) {
 		return
 	}
 	e.key("Value")
+	e.scalarJSON(v)
+}
+
+// scalarJSON writes the value of the scalar v.
+func (e *JSONEncoder) scalarJSON(v *Variant) {
 	switch v.typ {
 	case TypeBoolean:
 		e.Boolean(v.num != 0)

@@ -605,6 +605,11 @@ func (e *Encoder) variantScalar(v *Variant) {
 	}
 	e.fit()
 	e.buf = append(e.buf, byte(v.typ))
+	e.scalarValue(v)
+}
+
+// scalarValue writes the value of the scalar v (not a fixed-size one) without its type.
+func (e *Encoder) scalarValue(v *Variant) {
 	switch v.typ {
 	case TypeNull:
 	case TypeString, TypeXmlElement, TypeByteString:

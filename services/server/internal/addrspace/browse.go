@@ -58,7 +58,7 @@ func (s *Space) browseLocked(d *ua.BrowseDescription, res *nodemgr.BrowseResult)
 	}
 	mask := ua.BrowseResultMask(d.ResultMask)
 	var memo subtypeMemo
-	s.eachRefLocked(d.NodeId, v, func(r Reference) bool {
+	s.eachRefDirLocked(d.NodeId, v, d.BrowseDirection, func(r Reference) bool {
 		if !directionMatches(r, d.BrowseDirection) || !memo.matchLocked(s, r.ReferenceTypeId, d.ReferenceTypeId, d.IncludeSubtypes) {
 			return true
 		}
@@ -95,7 +95,7 @@ func (s *Space) describeTargetLocked(rd *ua.ReferenceDescription, id codec.NodeI
 		rd.DisplayName = tv.displayName()
 	}
 	if mask&ua.BrowseResultMaskTypeDefinition != 0 && (c == ua.NodeClassObject || c == ua.NodeClassVariable) {
-		s.eachRefLocked(id, tv, func(r Reference) bool {
+		s.eachRefDirLocked(id, tv, ua.BrowseDirectionForward, func(r Reference) bool {
 			if r.IsForward && r.ReferenceTypeId == hasTypeDefinition {
 				rd.TypeDefinition = codec.ExpandedNodeId{NodeId: r.TargetId}
 				return false
@@ -193,7 +193,7 @@ func (s *Space) translateLocked(p *ua.BrowsePath) ua.BrowsePathResult {
 			if !ok {
 				continue
 			}
-			s.eachRefLocked(id, v, func(r Reference) bool {
+			s.eachRefDirLocked(id, v, dir, func(r Reference) bool {
 				if !s.refMatchesLocked(r, dir, e.ReferenceTypeId, e.IncludeSubtypes) {
 					return true
 				}

@@ -203,7 +203,7 @@ func (s *Space) checkCallLocked(req *ua.CallMethodRequest) (MethodHandler, ua.Ca
 func (s *Space) isComponentLocked(object codec.NodeId, ov view, method codec.NodeId) bool {
 	has := func(id codec.NodeId, v view) bool {
 		found := false
-		s.eachRefLocked(id, v, func(r Reference) bool {
+		s.eachRefDirLocked(id, v, ua.BrowseDirectionForward, func(r Reference) bool {
 			if r.IsForward && r.TargetId == method && s.isSubtypeLocked(r.ReferenceTypeId, hasComponent) {
 				found = true
 				return false
@@ -218,7 +218,7 @@ func (s *Space) isComponentLocked(object codec.NodeId, ov view, method codec.Nod
 	typ := object
 	if ov.class() == ua.NodeClassObject {
 		typ = codec.NodeId{}
-		s.eachRefLocked(object, ov, func(r Reference) bool {
+		s.eachRefDirLocked(object, ov, ua.BrowseDirectionForward, func(r Reference) bool {
 			if r.IsForward && r.ReferenceTypeId == hasTypeDefinition {
 				typ = r.TargetId
 				return false
@@ -254,7 +254,7 @@ func (s *Space) isComponentLocked(object codec.NodeId, ov view, method codec.Nod
 // method without one takes no arguments. s.mu must be held.
 func (s *Space) argumentsLocked(method codec.NodeId, mv view) ([]ua.Argument, status.Code) {
 	var prop codec.NodeId
-	s.eachRefLocked(method, mv, func(r Reference) bool {
+	s.eachRefDirLocked(method, mv, ua.BrowseDirectionForward, func(r Reference) bool {
 		if !r.IsForward || r.ReferenceTypeId != hasProperty {
 			return true
 		}

@@ -56,3 +56,26 @@ func TestIndex(t *testing.T) {
 		require.False(t, x.get(n).inTable, "%v is no table node", n)
 	}
 }
+
+// TestRefsByDirection: a type whose instances were added before it keeps their inverse
+// HasTypeDefinitions apart from its forward references, and its own inverse HasSubtype
+// first, where the supertype walk finds it.
+func TestRefsByDirection(t *testing.T) {
+	s := New(NamespaceURI0, "urn:t")
+	typ := codec.NewNumericNodeId(1, 1)
+	for i := range 100 {
+		require.NoError(t, s.AddNode(Node{NodeId: codec.NewNumericNodeId(1, uint32(100+i)), NodeClass: 1,
+			BrowseName: codec.QualifiedName{NamespaceIndex: 1, Name: "o"},
+			References: []Reference{{ReferenceTypeId: codec.NewNumericNodeId(0, id.HasTypeDefinition), TargetId: typ, IsForward: true}}}))
+	}
+	require.NoError(t, s.AddNode(Node{NodeId: typ, NodeClass: 8, BrowseName: codec.QualifiedName{NamespaceIndex: 1, Name: "T"},
+		References: []Reference{{ReferenceTypeId: hasSubtype, TargetId: codec.NewNumericNodeId(0, id.BaseObjectType), IsForward: false}}}))
+	rs := s.refs[typ]
+	require.Empty(t, rs.fwd)
+	require.Len(t, rs.inv, 101)
+	require.Equal(t, hasSubtype, rs.inv[0].ReferenceTypeId)
+	super, ok := s.superTypeLocked(typ)
+	require.True(t, ok)
+	require.Equal(t, codec.NewNumericNodeId(0, id.BaseObjectType), super)
+	require.Len(t, s.refs[codec.NewNumericNodeId(0, id.BaseObjectType)].fwd, 1, "the inverse of the HasSubtype on BaseObjectType")
+}

@@ -261,17 +261,17 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 		}
 		*out = codec.UInt32Variant(m)
 	case attr.IsAbstract:
-		*out = codec.BooleanVariant(pick(n != nil, func() bool { return n.IsAbstract }, t.IsAbstract))
+		*out = codec.BooleanVariant(pick(n != nil, func() bool { return n.typeAttrs().IsAbstract }, t.IsAbstract))
 	case attr.Symmetric:
-		*out = codec.BooleanVariant(pick(n != nil, func() bool { return n.Symmetric }, t.Symmetric))
+		*out = codec.BooleanVariant(pick(n != nil, func() bool { return n.typeAttrs().Symmetric }, t.Symmetric))
 	case attr.InverseName:
 		if n != nil {
-			*out = codec.MustVariant(n.InverseName)
+			*out = codec.MustVariant(n.typeAttrs().InverseName)
 		} else {
 			*out = codec.MustVariant(t.InverseName())
 		}
 	case attr.ContainsNoLoops:
-		*out = codec.BooleanVariant(n != nil && n.ContainsNoLoops)
+		*out = codec.BooleanVariant(n != nil && n.typeAttrs().ContainsNoLoops)
 	case attr.EventNotifier:
 		if n != nil {
 			*out = codec.ByteVariant(n.EventNotifier)
@@ -321,7 +321,11 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 		}
 	case attr.DataTypeDefinition:
 		if n != nil {
-			return status.BadAttributeIdInvalid
+			if n.typeAttrs().DataTypeDefinition.IsNull() {
+				return status.BadAttributeIdInvalid
+			}
+			*out = n.typeAttrs().DataTypeDefinition
+			return status.Good
 		}
 		d, err := t.DataTypeDefinition()
 		if err != nil {

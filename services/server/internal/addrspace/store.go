@@ -57,7 +57,14 @@ type Node struct {
 	// UserAccessLevel and UserWriteMask without write bits. Empty means anyone who may
 	// write by AccessLevel and WriteMask.
 	WriteRoles []codec.NodeId
-	Value      codec.Variant
+	// UserAccessDenied are the AccessLevel bits no principal is granted, as a model's
+	// UserAccessLevel short of its AccessLevel says: the UserAccessLevel lacks them, and
+	// a write they would allow is BadUserAccessDenied.
+	UserAccessDenied uint8
+	// DataTypeDefinition is a DataType's StructureDefinition or EnumDefinition in an
+	// ExtensionObject (attribute 23, Part 3 §5.8.3); null when it has none.
+	DataTypeDefinition codec.Variant
+	Value              codec.Variant
 	// References are the node's references; AddNode also records each one, inverted,
 	// on its target.
 	References []Reference
@@ -76,7 +83,7 @@ type Space struct {
 	entries index
 	// refs holds references added at run time, by the node they belong to; for a node of
 	// namespace 0 they come after its table references.
-	refs map[codec.NodeId][]Reference
+	refs map[codec.NodeId]refSet
 	// methods are the handlers of the Methods added with AddMethod.
 	methods map[codec.NodeId]MethodHandler
 	// onChange are called after a Value changes.
@@ -126,7 +133,7 @@ func New(uris ...string) *Space {
 	return &Space{
 		uris:    uris,
 		entries: newIndex(),
-		refs:    make(map[codec.NodeId][]Reference),
+		refs:    make(map[codec.NodeId]refSet),
 		methods: make(map[codec.NodeId]MethodHandler),
 		start:   codec.Now(),
 	}
@@ -177,13 +184,11 @@ func (s *Space) AddNode(n Node) error {
 	if _, ok := s.lookupLocked(n.NodeId); ok {
 		return fmt.Errorf("addrspace: AddNode: %v exists", n.NodeId)
 	}
-	nn := n
-	nn.References = nil
 	e := s.entries.add(n.NodeId)
-	e.n = &nn
+	e.n = newStored(&n)
 	for _, r := range n.References {
-		s.refs[n.NodeId] = append(s.refs[n.NodeId], r)
-		s.refs[r.TargetId] = append(s.refs[r.TargetId], Reference{
+		s.addRefLocked(n.NodeId, r)
+		s.addRefLocked(r.TargetId, Reference{
 			ReferenceTypeId: r.ReferenceTypeId, TargetId: n.NodeId, IsForward: !r.IsForward,
 		})
 	}
@@ -293,8 +298,8 @@ func (s *Space) AddReference(source codec.NodeId, r Reference) error {
 		s.unhideLocked(r.TargetId, inverse)
 		return nil
 	}
-	s.refs[source] = append(s.refs[source], r)
-	s.refs[r.TargetId] = append(s.refs[r.TargetId], inverse)
+	s.addRefLocked(source, r)
+	s.addRefLocked(r.TargetId, inverse)
 	return nil
 }
 
@@ -346,8 +351,14 @@ func (s *Space) RemoveReference(source codec.NodeId, r Reference) error {
 // when it is one of the tables'. A reference the node does not have (the inverse on a
 // target in another manager) changes nothing. s.mu must be held for writing.
 func (s *Space) unlinkLocked(id codec.NodeId, r Reference) {
-	if i := slices.Index(s.refs[id], r); i >= 0 {
-		s.refs[id] = slices.Delete(s.refs[id], i, i+1)
+	rs := s.refs[id]
+	list := &rs.inv
+	if r.IsForward {
+		list = &rs.fwd
+	}
+	if i := slices.Index(*list, r); i >= 0 {
+		*list = slices.Delete(*list, i, i+1)
+		s.refs[id] = rs
 		return
 	}
 	v, ok := s.lookupLocked(id)
@@ -372,9 +383,17 @@ func (s *Space) storeLocked(id codec.NodeId, dv *codec.DataValue) {
 	*e.value = *dv
 }
 
-// eachRef calls fn for each reference of the node v (id), table references first; it
-// stops when fn returns false. s.mu must be held.
+// eachRefLocked calls fn for each reference of the node v (id), table references first;
+// it stops when fn returns false. s.mu must be held.
 func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) {
+	s.eachRefDirLocked(id, v, ua.BrowseDirectionBoth, fn)
+}
+
+// eachRefDirLocked is eachRefLocked for the references in direction dir only, as far as
+// the run-time ones go (the tables' are few and fn sees their direction): a type that
+// thousands of instances point to keeps their inverse HasTypeDefinitions apart, and a
+// forward Browse or a subtype walk of it never reads them. s.mu must be held.
+func (s *Space) eachRefDirLocked(id codec.NodeId, v view, dir ua.BrowseDirection, fn func(Reference) bool) {
 	switch {
 	case v.n != nil:
 	case v.e != nil && len(v.e.hidden) > 0:
@@ -392,11 +411,42 @@ func (s *Space) eachRefLocked(id codec.NodeId, v view, fn func(Reference) bool) 
 			}
 		}
 	}
-	for _, r := range s.refs[id] {
-		if !fn(r) {
-			return
+	rs := s.refs[id]
+	if dir != ua.BrowseDirectionInverse {
+		for _, r := range rs.fwd {
+			if !fn(r) {
+				return
+			}
 		}
 	}
+	if dir != ua.BrowseDirectionForward {
+		for _, r := range rs.inv {
+			if !fn(r) {
+				return
+			}
+		}
+	}
+}
+
+// refSet are the run-time references of one node, forward and inverse apart.
+type refSet struct {
+	fwd, inv []Reference
+}
+
+// addRefLocked adds r to the run-time references of id. s.mu must be held for writing.
+func (s *Space) addRefLocked(id codec.NodeId, r Reference) {
+	rs := s.refs[id]
+	switch {
+	case r.IsForward:
+		rs.fwd = append(rs.fwd, r)
+	case r.ReferenceTypeId == hasSubtype && len(rs.inv) > 0:
+		// First, where superTypeLocked finds it at once even when the type's
+		// instances were added before it.
+		rs.inv = slices.Insert(rs.inv, 0, r)
+	default:
+		rs.inv = append(rs.inv, r)
+	}
+	s.refs[id] = rs
 }
 
 // eachShownRef calls fn for each of the table references refs that is not hidden, and
@@ -431,8 +481,8 @@ func (s *Space) superTypeLocked(id codec.NodeId) (codec.NodeId, bool) {
 			}
 		}
 	}
-	for _, r := range s.refs[id] {
-		if r.ReferenceTypeId == hasSubtype && !r.IsForward {
+	for _, r := range s.refs[id].inv {
+		if r.ReferenceTypeId == hasSubtype {
 			return r.TargetId, true
 		}
 	}

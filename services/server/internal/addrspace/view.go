@@ -9,7 +9,7 @@ import (
 // view is a node of either source, a run-time Node or a namespace 0 table record, with
 // the Value state the Space keeps of it (e, nil when none).
 type view struct {
-	n   *Node
+	n   *stored
 	tab ns0.Node
 	e   *entry
 }
@@ -72,6 +72,9 @@ func (v view) valueRank() int32 {
 
 // mayWrite reports whether a principal with roles may write v (Node.WriteRoles).
 func (v view) mayWrite(roles []codec.NodeId) bool {
+	if v.n != nil && v.n.UserAccessDenied&uint8(ua.AccessLevelTypeCurrentWrite) != 0 {
+		return false
+	}
 	if v.n == nil || len(v.n.WriteRoles) == 0 {
 		return true
 	}
@@ -104,6 +107,9 @@ func (v view) mayRead(roles []codec.NodeId) bool {
 // (Part 3 §5.6.2 UserAccessLevel): without the write bits when it may not write.
 func (v view) userAccessLevel(roles []codec.NodeId) uint8 {
 	al := v.accessLevel()
+	if v.n != nil {
+		al &^= v.n.UserAccessDenied
+	}
 	if !v.mayWrite(roles) {
 		al &^= uint8(ua.AccessLevelTypeCurrentWrite | ua.AccessLevelTypeStatusWrite |
 			ua.AccessLevelTypeTimestampWrite | ua.AccessLevelTypeHistoryWrite)

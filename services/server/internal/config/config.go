@@ -327,6 +327,12 @@ type AddressSpace struct {
 	// Simulation adds changing Double variables to the demo namespace, the
 	// load of the notification benchmark (bench/cmd/notify).
 	Simulation Simulation `koanf:"simulation"`
+
+	// Nodesets are UANodeSet XML files (companion specifications, a plant's
+	// model) loaded in order into the address space at start; each file's
+	// required models must come before it. A file that does not load stops
+	// the start with its file and line named.
+	Nodesets []string `koanf:"nodesets"`
 }
 
 // Simulation is Count Double variables under Demo/Simulation/Load (NodeIds

@@ -329,6 +329,9 @@ func (c *Config) normalize() {
 	if len(c.AddressSpace.NodeManagers) == 0 {
 		c.AddressSpace.NodeManagers = nil
 	}
+	if len(c.AddressSpace.Nodesets) == 0 {
+		c.AddressSpace.Nodesets = nil
+	}
 	if len(c.Limits.TrustedOwners) == 0 {
 		c.Limits.TrustedOwners = nil
 	}

@@ -98,6 +98,13 @@ security:
 			},
 		},
 		{
+			name: "nodesets as a comma-separated --set",
+			args: []string{"--set", "addressSpace.nodesets=Opc.Ua.Di.NodeSet2.xml, plant.xml"},
+			check: func(t *testing.T, c *Config) {
+				require.Equal(t, []string{"Opc.Ua.Di.NodeSet2.xml", "plant.xml"}, c.AddressSpace.Nodesets)
+			},
+		},
+		{
 			name: "unset flags do not override",
 			args: []string{"--config", file},
 			env:  []string{"UASTACK_ENDPOINT_LISTENADDRESS=:5500"},

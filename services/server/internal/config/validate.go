@@ -190,6 +190,11 @@ func (c *Config) Validate() error {
 	} else if sim.Count > 0 && sim.Interval < time.Millisecond {
 		ps.add("addressSpace.simulation.interval", "must be at least 1ms")
 	}
+	for i, f := range c.AddressSpace.Nodesets {
+		if f == "" {
+			ps.add(fmt.Sprintf("addressSpace.nodesets[%d]", i), "must name a UANodeSet XML file")
+		}
+	}
 	names := map[string]int{}
 	uris := map[string]int{}
 	for i, nm := range c.AddressSpace.NodeManagers {

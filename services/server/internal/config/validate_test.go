@@ -93,6 +93,8 @@ func TestValidate(t *testing.T) {
 		{"duplicate node manager", func(c *Config) {
 			c.AddressSpace.NodeManagers = []NodeManager{{Name: "x", Type: NodeManagerBuiltin}, {Name: "x", Type: NodeManagerBuiltin}}
 		}, `addressSpace.nodeManagers[1].name: "x" already used by addressSpace.nodeManagers[0]`},
+		{"empty nodeset file", func(c *Config) { c.AddressSpace.Nodesets = []string{"di.xml", ""} },
+			"addressSpace.nodesets[1]: must name a UANodeSet XML file"},
 		{"log level", func(c *Config) { c.Observability.LogLevel = "verbose" },
 			`observability.logLevel: unknown value "verbose"; allowed: debug, info, warn, error`},
 		{"discovery url", func(c *Config) { c.Discovery.DiscoveryURL = "lds.example" },

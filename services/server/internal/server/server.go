@@ -25,6 +25,7 @@ import (
 	"uastack.dev/services/server/internal/diagnostics"
 	"uastack.dev/services/server/internal/hosting"
 	"uastack.dev/services/server/internal/mirror"
+	"uastack.dev/services/server/internal/nodesets"
 	"uastack.dev/services/server/internal/owner"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/routing"
@@ -345,14 +346,25 @@ func (s *Server) closeManagers() {
 	}
 }
 
-// buildAddressSpace builds namespace 0, the demo namespace when it is on, the routes to
-// managers and the values of the Server object.
+// buildAddressSpace builds namespace 0, the demo namespace when it is on, the models of
+// addressSpace.nodesets and of the managers, the routes to managers and the values of
+// the Server object.
 func (s *Server) buildAddressSpace(managers []routing.Named) error {
-	if !s.cfg.AddressSpace.DemoNamespace {
-		s.space = addrspace.NewNamespace0()
-	} else {
-		s.space = addrspace.New(addrspace.NamespaceURI0, demo.URI)
+	uris := []string{addrspace.NamespaceURI0}
+	if s.cfg.AddressSpace.DemoNamespace {
+		uris = append(uris, demo.URI)
 	}
+	// The models of addressSpace.nodesets and of the managers that ship one
+	// (nodemgr.Modeler) take the namespaces after the demo's.
+	ms := make([]nodemgr.Manager, len(managers))
+	for i := range managers {
+		ms[i] = managers[i].Manager
+	}
+	models, err := nodesets.Load(uris, s.cfg.AddressSpace.Nodesets, ms)
+	if err != nil {
+		return err
+	}
+	s.space = addrspace.New(models.Namespaces()...)
 	s.space.SetPanics(s.tel.Panics())
 	if s.cfg.AddressSpace.DemoNamespace {
 		d, err := demo.New(s.space, s.cfg.AddressSpace, s.events, s.now)
@@ -360,6 +372,12 @@ func (s *Server) buildAddressSpace(managers []routing.Named) error {
 			return err
 		}
 		s.demo = d
+	}
+	if n := models.Len(); n > 0 {
+		s.log.Info("models loaded", "nodes", n, "namespaces", models.Namespaces()[len(uris):])
+	}
+	if err := models.Install(s.space); err != nil {
+		return err
 	}
 	routes, err := routing.New(s.space, managers)
 	if err != nil {
