@@ -7,6 +7,7 @@ package nodesets
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -29,11 +30,16 @@ type Set struct {
 // (or model) and line; a missing required model is named too (nodeset.ErrMissingModel).
 func Load(namespaces []string, files []string, managers []nodemgr.Manager) (*Set, error) {
 	s := &Set{loader: nodeset.NewLoader(namespaces)}
+	// A document met again is loaded once: two managers of one plugin ship the same
+	// model, and a manager may ship a companion specification a file loads too. Another
+	// document of a model loaded already is still refused by the loader.
+	seen := map[[sha256.Size]byte]bool{}
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			return nil, fmt.Errorf("addressSpace.nodesets: %w", err)
 		}
+		seen[sha256.Sum256(b)] = true
 		if err := s.load(b, name); err != nil {
 			return nil, fmt.Errorf("addressSpace.nodesets: %w", err)
 		}
@@ -44,6 +50,11 @@ func Load(namespaces []string, files []string, managers []nodemgr.Manager) (*Set
 			continue
 		}
 		for _, model := range mm.Models() {
+			sum := sha256.Sum256(model.NodeSet)
+			if seen[sum] {
+				continue
+			}
+			seen[sum] = true
 			if err := s.load(model.NodeSet, model.Name); err != nil {
 				return nil, fmt.Errorf("node manager model: %w", err)
 			}

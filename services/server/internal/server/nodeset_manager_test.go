@@ -20,17 +20,26 @@ import (
 )
 
 // modelManager serves a namespace of its own and ships the pump model (nodemgr.Modeler).
-type modelManager struct{ model []byte }
+type modelManager struct {
+	model []byte
+	uri   string // the namespace served; "urn:uastack:test:pump-instances" when empty
+}
 
-func (m *modelManager) Namespaces() []string { return []string{"urn:uastack:test:pump-instances"} }
+func (m *modelManager) Namespaces() []string {
+	if m.uri == "" {
+		return []string{"urn:uastack:test:pump-instances"}
+	}
+	return []string{m.uri}
+}
 func (m *modelManager) Models() []nodemgr.Model {
 	return []nodemgr.Model{{Name: "pump-model.xml", NodeSet: m.model}}
 }
 
 var _ nodemgr.Modeler = (*modelManager)(nil)
 
-// startWithManager starts a server that loads DI from addressSpace.nodesets and has m.
-func startWithManager(t *testing.T, m nodemgr.Manager) (string, error) {
+// startWithManager starts a server that loads DI from addressSpace.nodesets and has the
+// managers m.
+func startWithManager(t *testing.T, m ...nodemgr.Manager) (string, error) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Endpoint.Hostnames = []string{"127.0.0.1", "localhost"}
@@ -42,7 +51,7 @@ func startWithManager(t *testing.T, m nodemgr.Manager) (string, error) {
 	cfg.Endpoint.ListenAddress = ln.Addr().String()
 	cfg.Endpoint.EndpointURL = "opc.tcp://" + ln.Addr().String()
 	require.NoError(t, cfg.Validate())
-	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Managers: []nodemgr.Manager{m}})
+	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Managers: m})
 	if err != nil {
 		ln.Close()
 		return "", err
@@ -88,4 +97,31 @@ func TestNodesetFromManager(t *testing.T) {
 	_, err = startWithManager(t, &modelManager{model: []byte(broken)})
 	require.ErrorContains(t, err, "pump-model.xml:")
 	require.ErrorContains(t, err, "required model not loaded: urn:nowhere")
+}
+
+// TestNodesetShippedTwice: two managers of one plugin ship the same model, and one ships
+// DI, which a file loads too: each document loads once. Another document of a model
+// loaded already is refused.
+func TestNodesetShippedTwice(t *testing.T) {
+	t.Parallel()
+	pump, err := os.ReadFile(pumpNodeset)
+	require.NoError(t, err)
+	di, err := os.ReadFile(diNodeset)
+	require.NoError(t, err)
+	url, err := startWithManager(t, &modelManager{model: pump, uri: "urn:uastack:test:pump-a"},
+		&modelManager{model: pump, uri: "urn:uastack:test:pump-b"}, &modelManager{model: di, uri: "urn:uastack:test:di-shipper"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := connect(t, ctx, url, ua.SecurityPolicyURINone, ua.MessageSecurityModeNone, ua.UserTokenTypeAnonymous)
+	defer c.Close(ctx)
+	nsArray, err := c.NamespaceArray(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://opcfoundation.org/UA/", "urn:uastack:demo", "http://opcfoundation.org/UA/DI/",
+		"urn:uastack:test:pump", "urn:uastack:test:pump-a", "urn:uastack:test:pump-b", "urn:uastack:test:di-shipper"}, nsArray)
+
+	other := strings.Replace(string(pump), "SN-0042", "SN-0043", 1)
+	_, err = startWithManager(t, &modelManager{model: pump, uri: "urn:uastack:test:pump-a"},
+		&modelManager{model: []byte(other), uri: "urn:uastack:test:pump-b"})
+	require.ErrorContains(t, err, "model urn:uastack:test:pump is loaded already")
 }
