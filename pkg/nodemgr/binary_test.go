@@ -175,6 +175,9 @@ func sampleFrames() []namedFrame {
 		{"Watch reply", Frame{Kind: KindWatch | KindReply}},
 		{"Health", Frame{Kind: KindHealth, ID: 9}},
 		{"Health reply", Frame{Kind: KindHealth | KindReply, ID: 9, Body: &Health{Status: status.UncertainLastUsableValue, Message: "PLC slow", Time: sampleTime}}},
+		{"Models", Frame{Kind: KindModels, ID: 10}},
+		{"Models reply", Frame{Kind: KindModels | KindReply, ID: 10, Body: &Models{Models: []Model{
+			{Name: "device.xml", NodeSet: []byte("<UANodeSet/>")}, {Name: "empty.xml"}}}}},
 		{"Cancel", Frame{Kind: KindCancel, ID: 5}},
 		{"DataChanges", Frame{Kind: KindDataChanges, Body: &DataChanges{Changes: dcs}}},
 		{"Events", Frame{Kind: KindEvents, Body: &Events{Events: sampleEvents()}}},

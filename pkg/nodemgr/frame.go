@@ -31,6 +31,7 @@ const (
 	KindCancel      Kind = 0x0B // none, one-way: cancel the context of the request with this ID
 	KindDataChanges Kind = 0x0C // *DataChanges, one-way from the manager: Notifier.Changed
 	KindEvents      Kind = 0x0D // *Events, one-way from the manager: Notifier.Emit
+	KindModels      Kind = 0x0E // none / *Models: Modeler.Models
 
 	// KindReply marks the reply to a request of the kind in the low bits.
 	KindReply Kind = 0x80
@@ -43,7 +44,7 @@ var kindNames = [...]string{
 	KindInfo: "Info", KindMount: "Mount", KindStart: "Start", KindClose: "Close",
 	KindRead: "Read", KindWrite: "Write", KindBrowse: "Browse", KindCall: "Call",
 	KindWatch: "Watch", KindHealth: "Health", KindCancel: "Cancel",
-	KindDataChanges: "DataChanges", KindEvents: "Events",
+	KindDataChanges: "DataChanges", KindEvents: "Events", KindModels: "Models",
 }
 
 // String returns the kind's name, such as "Read" or "Read reply".
@@ -116,6 +117,7 @@ var bodies = func() (t [256]bodyKind) {
 	t[KindCall], t[KindCall|KindReply] = with[CallOp](), with[CallResults]()
 	t[KindWatch], t[KindWatch|KindReply] = with[WatchSet](), none
 	t[KindHealth], t[KindHealth|KindReply] = none, with[Health]()
+	t[KindModels], t[KindModels|KindReply] = none, with[Models]()
 	t[KindCancel] = none
 	t[KindDataChanges] = with[DataChanges]()
 	t[KindEvents] = with[Events]()

@@ -182,10 +182,11 @@ const (
 	CapClose                           // Closer
 	CapWatch                           // Watcher
 	CapHealth                          // HealthReporter
+	CapModels                          // Modeler
 	capEnd
 )
 
-var capNames = [...]string{"Read", "Write", "Browse", "Call", "Mount", "Start", "Close", "Watch", "Health"}
+var capNames = [...]string{"Read", "Write", "Browse", "Call", "Mount", "Start", "Close", "Watch", "Health", "Models"}
 
 // CapabilitiesOf returns the capabilities m implements, found by type assertion as the
 // server finds them.
@@ -214,6 +215,8 @@ func CapabilitiesOf(m Manager) Capabilities {
 	has(ok, CapWatch)
 	_, ok = m.(HealthReporter)
 	has(ok, CapHealth)
+	_, ok = m.(Modeler)
+	has(ok, CapModels)
 	return c
 }
 

@@ -29,19 +29,25 @@ func (lifecycle) Health(context.Context) Health           { return Health{} }
 func (lifecycle) Mount([]uint16) []Mount                  { return nil }
 func (lifecycle) Write(context.Context, *WriteOp, func()) {}
 
+// modeled ships a model.
+type modeled struct{ bare }
+
+func (modeled) Models() []Model { return []Model{{Name: "m.xml"}} }
+
 func TestCapabilitiesOf(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, Capabilities(0), CapabilitiesOf(bare{}))
 	require.Equal(t, CapRead|CapWatch, CapabilitiesOf(readWatch{}))
 	require.Equal(t, CapStart|CapClose|CapHealth|CapMount|CapWrite, CapabilitiesOf(lifecycle{}))
+	require.Equal(t, CapModels, CapabilitiesOf(modeled{}))
 }
 
 func TestCapabilitiesString(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "none", Capabilities(0).String())
 	require.Equal(t, "Read|Watch", (CapRead | CapWatch).String())
-	require.Equal(t, "Read|Write|Browse|Call|Mount|Start|Close|Watch|Health", (capEnd - 1).String())
-	require.Equal(t, "Health|0x400", (CapHealth | 1<<10).String())
+	require.Equal(t, "Read|Write|Browse|Call|Mount|Start|Close|Watch|Health|Models", (capEnd - 1).String())
+	require.Equal(t, "Health|0x800", (CapHealth | 1<<11).String())
 	require.Equal(t, "0x80000000", Capabilities(1<<31).String())
 }
 

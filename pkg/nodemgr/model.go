@@ -1,5 +1,7 @@
 package nodemgr
 
+import "uastack.dev/pkg/codec"
+
 // Modeler is a Manager that ships an information model of its own: UANodeSet XML
 // documents (Part 6 Annex F), such as the companion specification its nodes are
 // instances of and the types it defines. The server calls Models once, when it
@@ -22,4 +24,31 @@ type Model struct {
 	// Name names the document in errors, like a file name.
 	Name    string
 	NodeSet []byte
+}
+
+// Models is the reply to KindModels: the documents of a Modeler across a boundary,
+// asked once when the host opens it.
+type Models struct {
+	Models []Model
+}
+
+// EncodeBinary appends m: each Model's Name (String) and NodeSet (ByteString).
+func (m *Models) EncodeBinary(e *codec.Encoder) { encodeArray(e, m.Models, encModel) }
+
+// DecodeBinary reads m as EncodeBinary writes it.
+func (m *Models) DecodeBinary(d *codec.Decoder) {
+	m.Models = decodeArray(d, m.Models, minModel, decModel)
+}
+
+// minModel is the smallest encoded Model: a null String and a null ByteString.
+const minModel = 2 * minString
+
+func encModel(v *Model, e *codec.Encoder) {
+	e.String(v.Name)
+	e.ByteString(v.NodeSet)
+}
+
+func decModel(v *Model, d *codec.Decoder) {
+	v.Name = d.String()
+	v.NodeSet = d.ByteString()
 }

@@ -87,6 +87,7 @@ type call struct {
 	info      nodemgr.Info
 	outcome   nodemgr.Outcome
 	health    nodemgr.Health
+	models    nodemgr.Models
 }
 
 // done is the operation's done: the first call counts.
@@ -301,6 +302,14 @@ func (c *call) start(ctx context.Context, g *Guest, b []byte) {
 				c.health = hr.Health(ctx)
 			}
 			c.reply.Body = &c.health
+		case nodemgr.KindModels:
+			mm, ok := m.(nodemgr.Modeler)
+			if !ok {
+				unsupported("Modeler")
+				return
+			}
+			c.models = nodemgr.Models{Models: mm.Models()}
+			c.reply.Body = &c.models
 		default:
 			c.reply = *fault(req.ID, status.BadServiceUnsupported, "kind "+req.Kind.String()+" is not a request")
 		}

@@ -1,6 +1,8 @@
 // Package device is a simulated device, the example node manager that runs as a WASM
 // guest: an Object Device below the Objects folder with a sine wave, a ramp, a counter,
 // a writable setpoint and a method that steps the setpoint and reports it as an event.
+// It ships the model of its type, SimulatedDeviceType (model.xml), for the server to
+// load.
 //
 // The simulated values are computed at each Read from the time of the read, not by a
 // ticker: a WASM guest runs no goroutines between calls. Their phase is counted from
@@ -16,6 +18,7 @@ package device
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +48,23 @@ var (
 	_ nodemgr.Mounter        = (*Device)(nil)
 	_ nodemgr.Starter        = (*Device)(nil)
 	_ nodemgr.HealthReporter = (*Device)(nil)
+	_ nodemgr.Modeler        = (*Device)(nil)
 )
+
+// model is the model the Device ships: SimulatedDeviceType, in the namespace
+// TypesURI.
+//
+//go:embed model.xml
+var model []byte
+
+// TypesURI is the namespace of the model the Device ships.
+const TypesURI = "urn:uastack:examples:device:types"
+
+// Models returns the model of the Device's type (nodemgr.Modeler), which the server
+// loads into its address space at start.
+func (d *Device) Models() []nodemgr.Model {
+	return []nodemgr.Model{{Name: "device/model.xml", NodeSet: model}}
+}
 
 // Names of the Device's nodes: their BrowseNames, and with "Device." before them their
 // string NodeIds in the Device's namespace (the Object itself is "Device").

@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 		},
 		NamespaceIndexes: []uint16{ns},
 		Capabilities: nodemgr.CapRead | nodemgr.CapWrite | nodemgr.CapBrowse | nodemgr.CapCall |
-			nodemgr.CapMount | nodemgr.CapStart | nodemgr.CapHealth,
+			nodemgr.CapMount | nodemgr.CapStart | nodemgr.CapHealth | nodemgr.CapModels,
 		Principal:   nodemgr.Principal{Anonymous: true},
 		Readable:    node(NameSine),
 		Writable:    node(NameSetpoint),

@@ -46,6 +46,30 @@ func TestConformanceAsProcess(t *testing.T) {
 	}))
 }
 
+// TestModelsAcrossHosts: the model the device ships reaches the server as it left the
+// guest, from a WASM module and from a plugin process.
+func TestModelsAcrossHosts(t *testing.T) {
+	d, err := device.New("urn:test:device", nil)
+	require.NoError(t, err)
+	want := d.Models()
+	require.Len(t, want, 1)
+	require.Contains(t, string(want[0].NodeSet), device.TypesURI)
+
+	wasm, err := wasmhost.Open(context.Background(), wasmhost.Config{Name: "device", Path: plugintest.WASM(t, "uastack.dev/plugins/examples/device/wasm"),
+		Setup: nodemgr.Setup{NamespaceURI: "urn:test:device"}})
+	require.NoError(t, err)
+	defer wasm.Close(context.Background())
+	proc, err := processhost.Open(context.Background(), processhost.Config{Name: "device", Path: plugintest.Process(t, "uastack.dev/plugins/examples/device/process"),
+		Setup: nodemgr.Setup{NamespaceURI: "urn:test:device"}})
+	require.NoError(t, err)
+	defer proc.Close(context.Background())
+	for name, served := range map[string]nodemgr.Manager{"wasm": wasm.Served(), "process": proc.Served()} {
+		m, ok := served.(nodemgr.Modeler)
+		require.True(t, ok, "%s: the served manager is a Modeler", name)
+		require.Equal(t, want, m.Models(), name)
+	}
+}
+
 // hostedFixture is the kit's fixture of the device behind a host, built by newManager.
 func hostedFixture(newManager func(t testing.TB) nodemgr.Manager) nodemgrtest.Fixture {
 	node := func(name string) codec.NodeId { return device.NodeID(2, name) }
@@ -55,7 +79,7 @@ func hostedFixture(newManager func(t testing.TB) nodemgr.Manager) nodemgrtest.Fi
 		// The host adds Close (it holds the instances or the process) and answers for the capabilities
 		// a guest lacks with the server's Bad codes.
 		Capabilities: nodemgr.CapRead | nodemgr.CapWrite | nodemgr.CapBrowse | nodemgr.CapCall |
-			nodemgr.CapMount | nodemgr.CapStart | nodemgr.CapClose | nodemgr.CapHealth,
+			nodemgr.CapMount | nodemgr.CapStart | nodemgr.CapClose | nodemgr.CapHealth | nodemgr.CapModels,
 		Principal:   nodemgr.Principal{Anonymous: true},
 		Readable:    node(device.NameSine),
 		Writable:    node(device.NameSetpoint),

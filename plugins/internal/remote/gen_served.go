@@ -16,15 +16,16 @@ import (
 
 // op is one optional interface of nodemgr a guest may implement.
 type op struct {
-	cap, iface, method, params, args string
+	cap, iface, method, params, args, result string
 }
 
 var ops = []op{
-	{"CapRead", "Reader", "Read", "ctx context.Context, op *nodemgr.ReadOp, done func()", "ctx, op, done"},
-	{"CapWrite", "Writer", "Write", "ctx context.Context, op *nodemgr.WriteOp, done func()", "ctx, op, done"},
-	{"CapBrowse", "Browser", "Browse", "ctx context.Context, op *nodemgr.BrowseOp, done func()", "ctx, op, done"},
-	{"CapCall", "Caller", "Call", "ctx context.Context, op *nodemgr.CallOp, done func()", "ctx, op, done"},
-	{"CapWatch", "Watcher", "Watch", "ctx context.Context, set *nodemgr.WatchSet", "ctx, set"},
+	{"CapRead", "Reader", "Read", "ctx context.Context, op *nodemgr.ReadOp, done func()", "ctx, op, done", ""},
+	{"CapWrite", "Writer", "Write", "ctx context.Context, op *nodemgr.WriteOp, done func()", "ctx, op, done", ""},
+	{"CapBrowse", "Browser", "Browse", "ctx context.Context, op *nodemgr.BrowseOp, done func()", "ctx, op, done", ""},
+	{"CapCall", "Caller", "Call", "ctx context.Context, op *nodemgr.CallOp, done func()", "ctx, op, done", ""},
+	{"CapWatch", "Watcher", "Watch", "ctx context.Context, set *nodemgr.WatchSet", "ctx, set", ""},
+	{"CapModels", "Modeler", "Models", "", "", "[]nodemgr.Model"},
 }
 
 func main() {
@@ -48,7 +49,11 @@ import (
 			if set&(1<<i) == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, "func (s %s) %s(%s) { s.Manager.%s(%s) }\n", name(set), o.method, o.params, lower(o.method), o.args)
+			ret := ""
+			if o.result != "" {
+				ret = "return "
+			}
+			fmt.Fprintf(&b, "func (s %s) %s(%s) %s { %ss.Manager.%s(%s) }\n", name(set), o.method, o.params, o.result, ret, lower(o.method), o.args)
 		}
 		b.WriteString("\n")
 	}

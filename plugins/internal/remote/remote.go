@@ -123,9 +123,10 @@ func (c *Config) defaults() {
 // Manager is a node manager across a boundary. Open returns it set up; Served is what
 // the server mounts.
 type Manager struct {
-	cfg    Config
-	dialer Dialer
-	info   nodemgr.Info
+	cfg     Config
+	dialer  Dialer
+	info    nodemgr.Info
+	shipped []nodemgr.Model // what the guest ships (CapModels), asked once at Open
 
 	ctx    context.Context // ends at Close: lanes and supervisors stop
 	cancel context.CancelFunc
@@ -183,9 +184,22 @@ func Open(ctx context.Context, d Dialer, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("the guest serves no namespace")
 	}
 	m.info = *info
+	if info.Capabilities&nodemgr.CapModels != 0 {
+		reply, err := s0.lifecycle(ctx, conn, &nodemgr.Frame{Kind: nodemgr.KindModels})
+		if err != nil {
+			conn.Close()
+			m.cancel()
+			return nil, fmt.Errorf("models: %w", err)
+		}
+		m.shipped = reply.(*nodemgr.Models).Models
+	}
 	s0.conn = conn
 	return m, nil
 }
+
+// models returns the documents the guest ships (nodemgr.Modeler): asked once, since
+// the server loads them once, before it mounts the manager.
+func (m *Manager) models() []nodemgr.Model { return m.shipped }
 
 // Info returns what the guest said it serves.
 func (m *Manager) Info() nodemgr.Info { return m.info }

@@ -343,6 +343,374 @@ func (s served1f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
 }
 func (s served1f) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
 
+// served20 serves the operations of bit set 0x20 (see ops in gen_served.go).
+type served20 struct{ *Manager }
+
+func (s served20) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served21 serves the operations of bit set 0x21 (see ops in gen_served.go).
+type served21 struct{ *Manager }
+
+func (s served21) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served21) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served22 serves the operations of bit set 0x22 (see ops in gen_served.go).
+type served22 struct{ *Manager }
+
+func (s served22) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served22) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served23 serves the operations of bit set 0x23 (see ops in gen_served.go).
+type served23 struct{ *Manager }
+
+func (s served23) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served23) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served23) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served24 serves the operations of bit set 0x24 (see ops in gen_served.go).
+type served24 struct{ *Manager }
+
+func (s served24) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served24) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served25 serves the operations of bit set 0x25 (see ops in gen_served.go).
+type served25 struct{ *Manager }
+
+func (s served25) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served25) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served25) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served26 serves the operations of bit set 0x26 (see ops in gen_served.go).
+type served26 struct{ *Manager }
+
+func (s served26) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served26) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served26) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served27 serves the operations of bit set 0x27 (see ops in gen_served.go).
+type served27 struct{ *Manager }
+
+func (s served27) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served27) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served27) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served27) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served28 serves the operations of bit set 0x28 (see ops in gen_served.go).
+type served28 struct{ *Manager }
+
+func (s served28) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served28) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served29 serves the operations of bit set 0x29 (see ops in gen_served.go).
+type served29 struct{ *Manager }
+
+func (s served29) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served29) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served29) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served2a serves the operations of bit set 0x2a (see ops in gen_served.go).
+type served2a struct{ *Manager }
+
+func (s served2a) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served2a) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served2a) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served2b serves the operations of bit set 0x2b (see ops in gen_served.go).
+type served2b struct{ *Manager }
+
+func (s served2b) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served2b) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served2b) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served2b) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served2c serves the operations of bit set 0x2c (see ops in gen_served.go).
+type served2c struct{ *Manager }
+
+func (s served2c) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served2c) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served2c) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served2d serves the operations of bit set 0x2d (see ops in gen_served.go).
+type served2d struct{ *Manager }
+
+func (s served2d) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served2d) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served2d) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served2d) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served2e serves the operations of bit set 0x2e (see ops in gen_served.go).
+type served2e struct{ *Manager }
+
+func (s served2e) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served2e) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served2e) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served2e) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served2f serves the operations of bit set 0x2f (see ops in gen_served.go).
+type served2f struct{ *Manager }
+
+func (s served2f) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served2f) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served2f) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served2f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served2f) Models() []nodemgr.Model { return s.Manager.models() }
+
+// served30 serves the operations of bit set 0x30 (see ops in gen_served.go).
+type served30 struct{ *Manager }
+
+func (s served30) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served30) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served31 serves the operations of bit set 0x31 (see ops in gen_served.go).
+type served31 struct{ *Manager }
+
+func (s served31) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served31) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served31) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served32 serves the operations of bit set 0x32 (see ops in gen_served.go).
+type served32 struct{ *Manager }
+
+func (s served32) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served32) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served32) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served33 serves the operations of bit set 0x33 (see ops in gen_served.go).
+type served33 struct{ *Manager }
+
+func (s served33) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served33) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served33) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served33) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served34 serves the operations of bit set 0x34 (see ops in gen_served.go).
+type served34 struct{ *Manager }
+
+func (s served34) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served34) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served34) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served35 serves the operations of bit set 0x35 (see ops in gen_served.go).
+type served35 struct{ *Manager }
+
+func (s served35) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served35) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served35) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served35) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served36 serves the operations of bit set 0x36 (see ops in gen_served.go).
+type served36 struct{ *Manager }
+
+func (s served36) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served36) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served36) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served36) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served37 serves the operations of bit set 0x37 (see ops in gen_served.go).
+type served37 struct{ *Manager }
+
+func (s served37) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served37) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served37) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served37) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served37) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served38 serves the operations of bit set 0x38 (see ops in gen_served.go).
+type served38 struct{ *Manager }
+
+func (s served38) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served38) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served38) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served39 serves the operations of bit set 0x39 (see ops in gen_served.go).
+type served39 struct{ *Manager }
+
+func (s served39) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served39) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served39) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served39) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served3a serves the operations of bit set 0x3a (see ops in gen_served.go).
+type served3a struct{ *Manager }
+
+func (s served3a) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served3a) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served3a) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served3a) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served3b serves the operations of bit set 0x3b (see ops in gen_served.go).
+type served3b struct{ *Manager }
+
+func (s served3b) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served3b) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served3b) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served3b) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served3b) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served3c serves the operations of bit set 0x3c (see ops in gen_served.go).
+type served3c struct{ *Manager }
+
+func (s served3c) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served3c) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served3c) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served3c) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served3d serves the operations of bit set 0x3d (see ops in gen_served.go).
+type served3d struct{ *Manager }
+
+func (s served3d) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served3d) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served3d) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served3d) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served3d) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served3e serves the operations of bit set 0x3e (see ops in gen_served.go).
+type served3e struct{ *Manager }
+
+func (s served3e) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served3e) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served3e) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served3e) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served3e) Models() []nodemgr.Model                          { return s.Manager.models() }
+
+// served3f serves the operations of bit set 0x3f (see ops in gen_served.go).
+type served3f struct{ *Manager }
+
+func (s served3f) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served3f) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served3f) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served3f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served3f) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served3f) Models() []nodemgr.Model                          { return s.Manager.models() }
+
 // served returns the manager with exactly the operations of caps.
 func served(m *Manager, caps nodemgr.Capabilities) nodemgr.Manager {
 	set := 0
@@ -360,6 +728,9 @@ func served(m *Manager, caps nodemgr.Capabilities) nodemgr.Manager {
 	}
 	if caps&nodemgr.CapWatch != 0 {
 		set |= 16
+	}
+	if caps&nodemgr.CapModels != 0 {
+		set |= 32
 	}
 	switch set {
 	case 0:
@@ -426,6 +797,70 @@ func served(m *Manager, caps nodemgr.Capabilities) nodemgr.Manager {
 		return served1e{m}
 	case 31:
 		return served1f{m}
+	case 32:
+		return served20{m}
+	case 33:
+		return served21{m}
+	case 34:
+		return served22{m}
+	case 35:
+		return served23{m}
+	case 36:
+		return served24{m}
+	case 37:
+		return served25{m}
+	case 38:
+		return served26{m}
+	case 39:
+		return served27{m}
+	case 40:
+		return served28{m}
+	case 41:
+		return served29{m}
+	case 42:
+		return served2a{m}
+	case 43:
+		return served2b{m}
+	case 44:
+		return served2c{m}
+	case 45:
+		return served2d{m}
+	case 46:
+		return served2e{m}
+	case 47:
+		return served2f{m}
+	case 48:
+		return served30{m}
+	case 49:
+		return served31{m}
+	case 50:
+		return served32{m}
+	case 51:
+		return served33{m}
+	case 52:
+		return served34{m}
+	case 53:
+		return served35{m}
+	case 54:
+		return served36{m}
+	case 55:
+		return served37{m}
+	case 56:
+		return served38{m}
+	case 57:
+		return served39{m}
+	case 58:
+		return served3a{m}
+	case 59:
+		return served3b{m}
+	case 60:
+		return served3c{m}
+	case 61:
+		return served3d{m}
+	case 62:
+		return served3e{m}
+	case 63:
+		return served3f{m}
 	}
 	panic("unreachable")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/stretchr/testify/require"
 
+	devicemgr "uastack.dev/plugins/examples/device"
 	"uastack.dev/services/server/internal/servertest"
 )
 
@@ -51,6 +52,15 @@ func TestPluginsGopcua(t *testing.T) {
 	device := browse(ua.NewStringNodeID(dev, "Device"))
 	for _, name := range []string{"Sine", "Ramp", "Counter", "Setpoint", "Step"} {
 		require.Equal(t, devNode(name).String(), device[name], "Device/%s", name)
+	}
+	// The model the device's WASM guest ships (nodemgr.Modeler) is in the address
+	// space: its type below BaseObjectType, with the type's variables.
+	types := namespaceIndex(t, ctx, c, devicemgr.TypesURI)
+	deviceType := ua.NewNumericNodeID(types, 1001)
+	require.Equal(t, ua.NewNumericNodeID(0, 58).String(), supertypeOf(t, ctx, c, deviceType))
+	typeVars := browse(deviceType)
+	for i, name := range []string{"Sine", "Ramp", "Counter", "Setpoint"} {
+		require.Equal(t, ua.NewNumericNodeID(types, uint32(6001+i)).String(), typeVars[name], "SimulatedDeviceType/%s", name)
 	}
 	points := browse(ua.NewStringNodeID(plant, plantName))
 	for _, name := range []string{"Temperature", "Setpoint", "Gain", "Pump", "Valve", "DoorClosed"} {
@@ -143,4 +153,17 @@ func TestPluginsGopcua(t *testing.T) {
 		require.LessOrEqual(t, math.Abs(v), 1.0)
 		seen[v] = true
 	}
+}
+
+// supertypeOf returns the NodeId of the type node is a subtype of (an inverse
+// HasSubtype).
+func supertypeOf(t *testing.T, ctx context.Context, c *opcua.Client, node *ua.NodeID) string {
+	t.Helper()
+	resp, err := c.Browse(ctx, &ua.BrowseRequest{NodesToBrowse: []*ua.BrowseDescription{{
+		NodeID: node, BrowseDirection: ua.BrowseDirectionInverse, ReferenceTypeID: ua.NewNumericNodeID(0, 45),
+		ResultMask: uint32(ua.BrowseResultMaskAll)}}})
+	require.NoError(t, err)
+	require.Equal(t, ua.StatusOK, resp.Results[0].StatusCode)
+	require.Len(t, resp.Results[0].References, 1)
+	return resp.Results[0].References[0].NodeID.NodeID.String()
 }
