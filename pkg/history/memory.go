@@ -22,7 +22,7 @@ type MemoryLimits struct {
 type Memory struct {
 	limits MemoryLimits
 
-	mu sync.RWMutex // guards nodes, oldest, count, seq, events
+	mu    sync.RWMutex // guards nodes, oldest, count, seq, events
 	nodes map[codec.NodeId]*memSeries
 	// oldest orders the nodes with raw values by their first value, for Total.
 	oldest memHeap

@@ -113,9 +113,9 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 		flags = flagReverse
 	}
 	var (
-		out      []T
-		from     Key
-		resumed  bool
+		out       []T
+		from      Key
+		resumed   bool
 		boundOnly bool
 	)
 	if pos != nil {
