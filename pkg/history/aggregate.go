@@ -447,3 +447,34 @@ func (w *window) area() (float64, status.Code, bool) {
 	}
 	return area, code, true
 }
+
+// AtTime is the value at t for ReadAtTime (Part 11 §6.5.5) from the values around t (a
+// raw read of [t, t+1) with Bounds): the raw value at t; else, with simple bounds, the
+// value before t held (stepped); else the interpolated bounding value (Part 13 §3.1.8),
+// stepped for values that are not numbers. Values not taken from the raw value at t
+// carry the Interpolated bit and the time t; BadNoData when nothing lies before t.
+func AtTime(values []codec.DataValue, t codec.DateTime, simple bool) codec.DataValue {
+	vals := make([]codec.DataValue, 0, len(values))
+	for _, v := range values {
+		if v.Status.Sub() != status.BadBoundNotFound {
+			vals = append(vals, v)
+		}
+	}
+	i, _ := slices.BinarySearchFunc(vals, t, func(v codec.DataValue, t codec.DateTime) int { return cmpTime(v.SourceTimestamp, t) })
+	if i < len(vals) && vals[i].SourceTimestamp == t {
+		return vals[i]
+	}
+	if i == 0 {
+		return codec.DataValue{Status: status.BadNoData, SourceTimestamp: t}
+	}
+	prev := vals[i-1]
+	if _, numeric := number(&prev.Value); simple || !numeric {
+		return codec.DataValue{Value: prev.Value, Status: prev.Status | Interpolated, SourceTimestamp: t}
+	}
+	w := window{all: vals, cfg: DefaultConfig}
+	x, code, _ := w.bound(t)
+	if code.IsBad() {
+		return codec.DataValue{Status: code, SourceTimestamp: t}
+	}
+	return codec.DataValue{Value: codec.DoubleVariant(x), Status: code | Interpolated, SourceTimestamp: t}
+}

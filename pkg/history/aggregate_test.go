@@ -122,3 +122,33 @@ func TestAggregateEdges(t *testing.T) {
 	rev, _ := history.Intervals(sec(25), sec(0), 10_000)
 	require.Equal(t, [][2]codec.DateTime{{sec(20), sec(25)}, {sec(10), sec(20)}, {sec(0), sec(10)}}, rev)
 }
+
+func TestAtTime(t *testing.T) {
+	around := func(at int) []codec.DataValue {
+		// What a raw read of [at, at+1) with bounds returns from series.
+		var out []codec.DataValue
+		for i, v := range series {
+			if v.SourceTimestamp >= sec(at) {
+				if i > 0 && v.SourceTimestamp != sec(at) {
+					out = append(out, series[i-1])
+				}
+				return append(out, v)
+			}
+		}
+		return append(out, series[len(series)-1], codec.DataValue{Status: status.BadBoundNotFound, SourceTimestamp: sec(at) + 1})
+	}
+	v := history.AtTime(around(10), sec(10), false)
+	require.Equal(t, 20.0, v.Value.Value())
+	require.Equal(t, status.Good, v.Status, "a raw value at the time")
+	v = history.AtTime(around(20), sec(20), false)
+	require.Equal(t, 25.0, v.Value.Value(), "40@15 to 10@25")
+	require.Equal(t, history.Interpolated, v.Status)
+	require.Equal(t, sec(20), v.SourceTimestamp)
+	v = history.AtTime(around(20), sec(20), true)
+	require.Equal(t, 40.0, v.Value.Value(), "simple bounds hold the value before")
+	v = history.AtTime(around(40), sec(40), false)
+	require.Equal(t, 10.0, v.Value.Value(), "extrapolated past the end")
+	require.Equal(t, unc|history.Interpolated, v.Status)
+	v = history.AtTime([]codec.DataValue{{Status: status.BadBoundNotFound, SourceTimestamp: sec(-1)}, series[0]}, sec(-1), false)
+	require.Equal(t, status.BadNoData, v.Status)
+}
