@@ -79,6 +79,8 @@ type Server struct {
 	eventTypes *addrspace.EventTypes
 	events     *events
 	demo       *demo.Demo // nil when the demo namespace is off
+	// hist is the history store and its recorder (history.*); nil with history.store off.
+	hist *historian
 	channels   *uasc.Server
 	// retained is the reassembly budget the channels share (limits.maxRetainedBytes).
 	retained  *uasc.Budget
@@ -207,6 +209,14 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.buildSubscriptions()
+	if err := s.buildHistory(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closeHistory()
+		}
+	}()
 	if err := s.buildAdmission(); err != nil {
 		return nil, err
 	}
@@ -480,6 +490,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeManagers()
 		s.sessions.Stop()
+		s.closeHistory()
 		if s.mirror != nil {
 			s.mirror.Close()
 		}
