@@ -50,28 +50,35 @@ func Scan(c Cursor[Stored], q *RawRead) RawResult {
 	missing := func(t codec.DateTime) Stored {
 		return Stored{Value: codec.DataValue{Status: status.BadBoundNotFound, SourceTimestamp: t}}
 	}
-	items, next, code := scan(c, q.Start, q.End, q.Max, q.Bounds && !q.Modified, q.Position, missing)
-	r := RawResult{Status: code, Next: next}
-	if len(items) == 0 {
-		return r
-	}
-	r.Values = make([]codec.DataValue, len(items))
+	var r RawResult
+	r.Values = make([]codec.DataValue, 0, sizeHint(q.Max))
+	add := func(v Stored) { r.Values = append(r.Values, v.Value) }
 	if q.Modified {
-		r.Modifications = make([]ua.ModificationInfo, len(items))
-	}
-	for i, it := range items {
-		r.Values[i] = it.Value
-		if q.Modified {
-			r.Modifications[i] = it.Mod
+		add = func(v Stored) {
+			r.Values = append(r.Values, v.Value)
+			r.Modifications = append(r.Modifications, v.Mod)
 		}
+	}
+	r.Next, r.Status = scan(c, q.Start, q.End, q.Max, q.Bounds && !q.Modified, q.Position, missing, add)
+	if len(r.Values) == 0 {
+		r.Values = nil
 	}
 	return r
 }
 
 // ScanEvents answers q over the events c walks.
 func ScanEvents(c Cursor[Event], q *EventRead) EventResult {
-	items, next, code := scan(c, q.Start, q.End, q.Max, false, q.Position, nil)
-	return EventResult{Status: code, Events: items, Next: next}
+	var r EventResult
+	r.Next, r.Status = scan(c, q.Start, q.End, q.Max, false, q.Position, nil, func(ev Event) { r.Events = append(r.Events, ev) })
+	return r
+}
+
+// sizeHint is the room to make for a read of at most max values.
+func sizeHint(max int) int {
+	if max > 0 && max <= 1<<16 {
+		return max
+	}
+	return 256
 }
 
 // Positions: a version byte, flags, and the key of the next entry to return.
@@ -103,34 +110,35 @@ func Reverse(start, end codec.DateTime) bool {
 	return end != 0 && (start == 0 || end < start)
 }
 
-// scan walks c from start towards end, collecting at most max entries (0: all), with
+// scan walks c from start towards end, handing add at most max entries (0: all), with
 // the bounding entries when bounds (missing makes the one not found). It returns a
-// position when entries remain. The code is GoodNoData when nothing was collected.
-func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, pos []byte, missing func(codec.DateTime) T) ([]T, []byte, status.Code) {
+// position when entries remain. The code is GoodNoData when nothing was added.
+func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, pos []byte, missing func(codec.DateTime) T, add func(T)) ([]byte, status.Code) {
 	reverse := Reverse(start, end)
 	var flags byte
 	if reverse {
 		flags = flagReverse
 	}
 	var (
-		out       []T
+		n         int // entries added
 		from      Key
 		resumed   bool
 		boundOnly bool
 	)
+	put := func(v T) { add(v); n++ }
 	if pos != nil {
 		k, f, ok := decodePosition(pos)
 		if !ok || f&flagReverse != flags {
-			return nil, nil, status.BadContinuationPointInvalid
+			return nil, status.BadContinuationPointInvalid
 		}
 		from, resumed, boundOnly = k, true, f&flagBoundOnly != 0
 	}
-	full := func() bool { return max > 0 && len(out) >= max }
-	done := func(code status.Code) ([]T, []byte, status.Code) {
-		if len(out) == 0 && code == status.Good {
+	full := func() bool { return max > 0 && n >= max }
+	done := func(code status.Code) ([]byte, status.Code) {
+		if n == 0 && code == status.Good {
 			code = status.GoodNoData
 		}
-		return out, nil, code
+		return nil, code
 	}
 	var (
 		it Item[T]
@@ -149,9 +157,9 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 			it, ok = c.SeekGE(Key{Time: lo})
 			if bounds && (!ok || it.Key.Time != lo) {
 				if b, bok := c.SeekLT(Key{Time: lo}); bok {
-					out = append(out, b.V)
+					put(b.V)
 				} else {
-					out = append(out, missing(lo))
+					put(missing(lo))
 				}
 				it, ok = c.SeekGE(Key{Time: lo})
 			}
@@ -159,9 +167,9 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 		if !boundOnly {
 			for ok && (hi == 0 || it.Key.Time < hi) {
 				if full() {
-					return out, encodePosition(it.Key, flags), status.Good
+					return encodePosition(it.Key, flags), status.Good
 				}
-				out = append(out, it.V)
+				put(it.V)
 				it, ok = c.Next()
 			}
 		} else {
@@ -169,12 +177,12 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 		}
 		if bounds && end != 0 && start != end {
 			if full() {
-				return out, encodePosition(Key{}, flags|flagBoundOnly), status.Good
+				return encodePosition(Key{}, flags|flagBoundOnly), status.Good
 			}
 			if ok {
-				out = append(out, it.V)
+				put(it.V)
 			} else {
-				out = append(out, missing(hi))
+				put(missing(hi))
 			}
 		}
 		return done(status.Good)
@@ -198,9 +206,9 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 		it, ok = c.SeekLT(after)
 		if bounds && start != 0 && (!ok || it.Key.Time != top) {
 			if b, bok := c.SeekGE(after); bok {
-				out = append(out, b.V)
+				put(b.V)
 			} else {
-				out = append(out, missing(top))
+				put(missing(top))
 			}
 			it, ok = c.SeekLT(after)
 		}
@@ -208,9 +216,9 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 	if !boundOnly {
 		for ok && (bottom == 0 || it.Key.Time > bottom) {
 			if full() {
-				return out, encodePosition(it.Key, flags), status.Good
+				return encodePosition(it.Key, flags), status.Good
 			}
-			out = append(out, it.V)
+			put(it.V)
 			it, ok = c.Prev()
 		}
 	} else {
@@ -218,12 +226,12 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 	}
 	if bounds && bottom != 0 {
 		if full() {
-			return out, encodePosition(Key{}, flags|flagBoundOnly), status.Good
+			return encodePosition(Key{}, flags|flagBoundOnly), status.Good
 		}
 		if ok {
-			out = append(out, it.V)
+			put(it.V)
 		} else {
-			out = append(out, missing(bottom))
+			put(missing(bottom))
 		}
 	}
 	return done(status.Good)
