@@ -72,7 +72,6 @@ var (
 // level 0 table, more than once a second; 64 MB makes one every ten seconds.
 const MemTableSize = 64 << 20
 
-
 // Open opens or creates the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.SyncInterval <= 0 {
