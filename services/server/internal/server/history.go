@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
@@ -347,4 +349,34 @@ func (s *Server) initHistoryCapabilities() error {
 		}
 	}
 	return nil
+}
+
+// instrumentHistory registers the history's instruments on m: values recorded and
+// lost, and the continuation points the sessions hold.
+func (s *Server) instrumentHistory(m metric.Meter) error {
+	if s.hist == nil {
+		return nil
+	}
+	recorded, err := m.Int64ObservableCounter("uastack.history.recorded",
+		metric.WithDescription("Values of historizing variables written to the history store."))
+	if err != nil {
+		return err
+	}
+	dropped, err := m.Int64ObservableCounter("uastack.history.dropped",
+		metric.WithDescription("Values of historizing variables lost: the store failed or fell too far behind."))
+	if err != nil {
+		return err
+	}
+	points, err := m.Int64ObservableGauge("uastack.history.continuation_points",
+		metric.WithDescription("HistoryRead continuation points the sessions hold."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(recorded, int64(s.hist.recorded.Load()))
+		o.ObserveInt64(dropped, int64(s.hist.dropped.Load()))
+		o.ObserveInt64(points, int64(s.hist.points.count()))
+		return nil
+	}, recorded, dropped, points)
+	return err
 }

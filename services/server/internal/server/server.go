@@ -250,6 +250,9 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 	if err := s.instrument(s.tel.Meter()); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
+	if err := s.instrumentHistory(s.tel.Meter()); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
 	s.retained = reassemblyBudget(cfg)
 	s.observeAdmission()
 	if err := s.diag.Install(s.space); err != nil {
