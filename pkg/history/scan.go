@@ -73,9 +73,11 @@ func ScanEvents(c Cursor[Event], q *EventRead) EventResult {
 	return r
 }
 
-// sizeHint is the room to make for a read of at most max values.
+// sizeHint is the room to make first for a read of at most max values: a read of many
+// nodes asks each for a page of thousands that most fill with far fewer, so the room
+// made ahead is small and grows as values come.
 func sizeHint(max int) int {
-	if max > 0 && max <= 1<<16 {
+	if max > 0 && max <= 256 {
 		return max
 	}
 	return 256
