@@ -3,6 +3,7 @@ package history
 import (
 	"container/heap"
 	"context"
+	"math"
 	"slices"
 	"sync"
 
@@ -235,6 +236,13 @@ func (s *memSeries) Raw() Cursor[Stored]      { return &sliceCursor[Stored]{item
 func (s *memSeries) Modified() Cursor[Stored] { return &sliceCursor[Stored]{items: s.mods} }
 
 func (s *memSeries) Put(k Key, v codec.DataValue) error {
+	if n := len(s.raw); n > 0 && s.raw[n-1].Key.Less(k) {
+		// The newest value: the way nearly every value comes.
+		s.raw = append(s.raw, Item[Stored]{Key: k, V: Stored{Value: v}})
+		s.m.count++
+		s.m.trimLocked(s)
+		return nil
+	}
 	i := search(s.raw, k)
 	if i < len(s.raw) && s.raw[i].Key == k {
 		s.raw[i].V = Stored{Value: v}
@@ -294,6 +302,18 @@ func (c *sliceCursor[T]) get() (Item[T], bool) {
 		return Item[T]{}, false
 	}
 	return c.items[c.i], true
+}
+
+// Count is the number of entries between start and end (history.Counter).
+func (c *sliceCursor[T]) Count(start, end codec.DateTime) int {
+	lo, hi := min(start, end), max(start, end)
+	if start == 0 || end == 0 {
+		lo, hi = max(start, end), math.MaxInt64
+		if Reverse(start, end) {
+			lo, hi = math.MinInt64, end+1
+		}
+	}
+	return search(c.items, Key{Time: hi}) - search(c.items, Key{Time: lo})
 }
 
 func (c *sliceCursor[T]) SeekGE(k Key) (Item[T], bool) { c.i = search(c.items, k); return c.get() }

@@ -44,6 +44,13 @@ type Cursor[T any] interface {
 	Prev() (Item[T], bool)
 }
 
+// Counter is an optional capability of a Cursor that can tell cheaply how many entries
+// lie between two times (in either order; 0 for an open end), so that a read makes
+// room for its values once.
+type Counter interface {
+	Count(start, end codec.DateTime) int
+}
+
 // Scan answers q over the series c walks: q's raw values, or its modified values when
 // q.Modified (then c must walk those).
 func Scan(c Cursor[Stored], q *RawRead) RawResult {
@@ -51,7 +58,14 @@ func Scan(c Cursor[Stored], q *RawRead) RawResult {
 		return Stored{Value: codec.DataValue{Status: status.BadBoundNotFound, SourceTimestamp: t}}
 	}
 	var r RawResult
-	r.Values = make([]codec.DataValue, 0, sizeHint(q.Max))
+	hint := sizeHint(q.Max)
+	if k, ok := c.(Counter); ok {
+		hint = k.Count(q.Start, q.End) + 2 // and the bounds
+		if q.Max > 0 {
+			hint = min(hint, q.Max)
+		}
+	}
+	r.Values = make([]codec.DataValue, 0, hint)
 	add := func(v Stored) { r.Values = append(r.Values, v.Value) }
 	if q.Modified {
 		add = func(v Stored) {
