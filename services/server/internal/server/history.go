@@ -250,7 +250,6 @@ type historyPoint struct {
 	node  codec.NodeId
 	raw   *history.RawRead
 	event *eventPoint
-	ts    ua.TimestampsToReturn
 }
 
 // save keeps p for the session and returns its bytes, or BadNoContinuationPoints when
