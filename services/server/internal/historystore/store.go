@@ -164,22 +164,31 @@ func (s *Store) setSeq(b *pebble.Batch) error {
 // prefix is kind, the length of the node's binary NodeId (2 bytes) and the NodeId: no
 // prefix of one node is the prefix of another.
 func prefix(kind byte, n codec.NodeId) []byte {
-	e := codec.NewEncoder(make([]byte, 0, 32))
+	var e codec.Encoder
+	return appendPrefix(make([]byte, 0, 32), &e, kind, n)
+}
+
+// appendPrefix appends the prefix of n's keys of kind to dst, encoding the NodeId with
+// e (scratch, reused).
+func appendPrefix(dst []byte, e *codec.Encoder, kind byte, n codec.NodeId) []byte {
+	e.Reset(e.Bytes())
 	e.NodeId(n)
 	id := e.Bytes()
-	p := make([]byte, 0, 3+len(id)+16)
-	p = append(p, kind)
-	p = binary.BigEndian.AppendUint16(p, uint16(len(id)))
-	return append(p, id...)
+	dst = append(dst, kind)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(id)))
+	return append(dst, id...)
 }
 
 // key is the node's prefix, the time as big-endian with the sign bit flipped (so that
 // bytes sort as times do) and the sequence number.
 func key(p []byte, k history.Key) []byte {
-	out := make([]byte, len(p), len(p)+16)
-	copy(out, p)
-	out = binary.BigEndian.AppendUint64(out, uint64(k.Time)^(1<<63))
-	return binary.BigEndian.AppendUint64(out, k.Seq)
+	return appendTime(append(make([]byte, 0, len(p)+16), p...), k)
+}
+
+// appendTime appends the time and sequence of k to a prefix.
+func appendTime(dst []byte, k history.Key) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(k.Time)^(1<<63))
+	return binary.BigEndian.AppendUint64(dst, k.Seq)
 }
 
 func parseKey(p, b []byte) history.Key {
@@ -216,16 +225,24 @@ func (s *Store) Append(ctx context.Context, values []history.Value) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	seq := s.nextSeqs(len(values))
+	// The batch copies what Set is given: one key and one value buffer serve every value.
 	var (
-		last codec.NodeId
-		p    []byte
+		last     codec.NodeId
+		ke, ve   codec.Encoder
+		kb, vb   []byte
+		prefixed int // length of the prefix at the start of kb; 0 before the first
 	)
 	for i := range values {
 		v := &values[i]
-		if p == nil || v.Node != last {
-			p, last = prefix(kindRaw, v.Node), v.Node
+		if prefixed == 0 || v.Node != last {
+			kb = appendPrefix(kb[:0], &ke, kindRaw, v.Node)
+			prefixed, last = len(kb), v.Node
 		}
-		if err := b.Set(key(p, history.Key{Time: v.Value.SourceTimestamp, Seq: seq + uint64(i)}), encodeValue(&history.Stored{Value: v.Value}, false), nil); err != nil {
+		kb = appendTime(kb[:prefixed], history.Key{Time: v.Value.SourceTimestamp, Seq: seq + uint64(i)})
+		ve.Reset(vb)
+		ve.DataValue(&v.Value)
+		vb = ve.Bytes()
+		if err := b.Set(kb, vb, nil); err != nil {
 			return err
 		}
 	}
