@@ -30,6 +30,10 @@ type History struct {
 	// MaxValuesPerRead bounds the values one node returns per HistoryRead; more are
 	// left for a continuation point. Default 10,000.
 	MaxValuesPerRead int `koanf:"maxValuesPerRead"`
+	// MaxValuesPerResponse bounds the values of one HistoryRead answer across its nodes:
+	// each node's page is at most this divided by the nodes read, and a processed or
+	// at-time read asking for more is refused (BadTooManyOperations). Default 200,000.
+	MaxValuesPerResponse int `koanf:"maxValuesPerResponse"`
 	// MaxNodesPerRead and MaxNodesPerUpdate bound the nodes of one HistoryRead and
 	// one HistoryUpdate (OperationLimits MaxNodesPerHistoryReadData/Events and
 	// MaxNodesPerHistoryUpdateData/Events). Default 1,000 and 100.
@@ -46,7 +50,7 @@ const (
 
 func defaultHistory() History {
 	return History{Store: HistoryMemory, MaxValuesPerNode: 10_000, MaxValues: 1_000_000, MaxEventsPerNotifier: 10_000,
-		SyncInterval: time.Second, MaxContinuationPoints: 10, MaxValuesPerRead: 10_000, MaxNodesPerRead: 1000, MaxNodesPerUpdate: 100}
+		SyncInterval: time.Second, MaxContinuationPoints: 10, MaxValuesPerRead: 10_000, MaxValuesPerResponse: 200_000, MaxNodesPerRead: 1000, MaxNodesPerUpdate: 100}
 }
 
 func (c *Config) validateHistory(ps *problems) {
@@ -62,6 +66,7 @@ func (c *Config) validateHistory(ps *problems) {
 	ps.notNegative("history.retention", h.Retention)
 	ps.atLeast("history.maxContinuationPoints", h.MaxContinuationPoints, 1)
 	ps.atLeast("history.maxValuesPerRead", h.MaxValuesPerRead, 1)
+	ps.atLeast("history.maxValuesPerResponse", h.MaxValuesPerResponse, 1)
 	ps.atLeast("history.maxNodesPerRead", h.MaxNodesPerRead, 1)
 	ps.atLeast("history.maxNodesPerUpdate", h.MaxNodesPerUpdate, 1)
 }

@@ -159,3 +159,37 @@ func TestHistoryDurableRestart(t *testing.T) {
 		return vals[len(vals)-1].SourceTimestamp.After(after)
 	}, 10*time.Second, 50*time.Millisecond, "recording goes on after the restart")
 }
+
+// TestHistoryResponseBounded checks that one HistoryRead answer holds at most
+// history.maxValuesPerResponse values: the nodes share it (the rest left for
+// continuation points), and a processed read of more intervals than it allows is
+// BadTooManyOperations.
+func TestHistoryResponseBounded(t *testing.T) {
+	t.Parallel()
+	_, url := serveForHistory(t, func(c *config.Config) { c.History.MaxValuesPerResponse = 4 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialNoneGopcua(t, ctx, url)
+	defer c.Close(ctx)
+	sine := ua.NewStringNodeID(1, "Demo.Simulation.Sine")
+	node := func() *ua.HistoryReadValueID { return &ua.HistoryReadValueID{NodeID: sine, DataEncoding: &ua.QualifiedName{}} }
+	start := time.Now()
+	details := &ua.ReadRawModifiedDetails{StartTime: start.Add(-time.Hour), EndTime: start.Add(time.Hour)}
+	var res *ua.HistoryReadResponse
+	require.Eventually(t, func() bool {
+		var err error
+		res, err = c.HistoryReadRawModified(ctx, []*ua.HistoryReadValueID{node(), node()}, details)
+		require.NoError(t, err)
+		return res.Results[0].ContinuationPoint != nil
+	}, 20*time.Second, 50*time.Millisecond, "more than two values of Sine")
+	for _, r := range res.Results {
+		require.Equal(t, ua.StatusOK, r.StatusCode)
+		require.Len(t, r.HistoryData.Value.(*ua.HistoryData).DataValues, 2, "half of 4 each")
+		require.NotNil(t, r.ContinuationPoint)
+	}
+	_, err := c.HistoryReadProcessed(ctx, []*ua.HistoryReadValueID{node()}, &ua.ReadProcessedDetails{
+		StartTime: start.Add(-time.Minute), EndTime: start, ProcessingInterval: 1000,
+		AggregateType:          []*ua.NodeID{ua.NewNumericNodeID(0, 2342)},
+		AggregateConfiguration: &ua.AggregateConfiguration{UseServerCapabilitiesDefaults: true}})
+	require.ErrorIs(t, err, ua.StatusBadTooManyOperations, "60 intervals for a response of 4")
+}

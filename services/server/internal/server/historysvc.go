@@ -83,13 +83,21 @@ type historyReader struct {
 }
 
 // limit is the values per node of a page: the client's NumValuesPerNode (0: all) within
-// history.maxValuesPerRead.
+// history.maxValuesPerRead and the node's share of history.maxValuesPerResponse, so
+// that one answer holds a bounded number of values however many nodes it reads.
 func (rd *historyReader) limit(n uint32) int {
-	max := rd.s.cfg.History.MaxValuesPerRead
+	h := rd.s.cfg.History
+	max := min(h.MaxValuesPerRead, max(1, h.MaxValuesPerResponse/len(rd.m.NodesToRead)))
 	if n > 0 && int64(n) < int64(max) {
 		return int(n)
 	}
 	return max
+}
+
+// fits reports whether perNode values for each node read stay within
+// history.maxValuesPerResponse.
+func (rd *historyReader) fits(perNode int) bool {
+	return int64(perNode)*int64(len(rd.m.NodesToRead)) <= int64(rd.s.cfg.History.MaxValuesPerResponse)
 }
 
 // check answers the node's result with a code when the read cannot go on: a
@@ -179,8 +187,9 @@ func (rd *historyReader) raw(d *ua.ReadRawModifiedDetails) status.Code {
 }
 
 // processed computes aggregates over processing intervals (Part 11 §6.5.4, Part 13)
-// from the raw values of the whole range with its bounds. The intervals of one read are
-// bounded by history.maxValuesPerRead; no continuation point is given.
+// from the raw values of the whole range with its bounds, one node at a time. The
+// intervals of one read are bounded by history.maxValuesPerRead, and times the nodes by
+// history.maxValuesPerResponse; no continuation point is given.
 func (rd *historyReader) processed(d *ua.ReadProcessedDetails) status.Code {
 	if len(d.AggregateType) != len(rd.m.NodesToRead) {
 		return status.BadAggregateListMismatch
@@ -193,7 +202,7 @@ func (rd *historyReader) processed(d *ua.ReadProcessedDetails) status.Code {
 	if code != status.Good {
 		return code
 	}
-	if len(ivs) > rd.s.cfg.History.MaxValuesPerRead {
+	if len(ivs) > rd.s.cfg.History.MaxValuesPerRead || !rd.fits(len(ivs)) {
 		return status.BadTooManyOperations
 	}
 	lo, hi := min(d.StartTime, d.EndTime), max(d.StartTime, d.EndTime)
@@ -234,6 +243,9 @@ func (rd *historyReader) processed(d *ua.ReadProcessedDetails) status.Code {
 func (rd *historyReader) atTime(d *ua.ReadAtTimeDetails) status.Code {
 	if code := pipeline.CheckCount(len(d.ReqTimes), rd.s.cfg.History.MaxValuesPerRead); code != status.Good {
 		return code
+	}
+	if !rd.fits(len(d.ReqTimes)) {
+		return status.BadTooManyOperations
 	}
 	for i, n := range rd.m.NodesToRead {
 		if len(n.ContinuationPoint) > 0 {
