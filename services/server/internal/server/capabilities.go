@@ -42,7 +42,7 @@ func (s *Server) initCapabilities() error {
 		// A Duration in milliseconds: what a request for the fastest sampling gets.
 		{id.Server_ServerCapabilities_MinSupportedSampleRate, codec.DoubleVariant(float64(sub.MinSamplingInterval) / float64(time.Millisecond))},
 		{id.Server_ServerCapabilities_MaxBrowseContinuationPoints, u16(l.MaxBrowseContinuationPoints)},
-		{id.Server_ServerCapabilities_MaxQueryContinuationPoints, u16(0)},   // no Query services
+		{id.Server_ServerCapabilities_MaxQueryContinuationPoints, u16(0)}, // no Query services
 		{id.Server_ServerCapabilities_MaxHistoryContinuationPoints, u16(s.cfg.History.MaxContinuationPoints)},
 		{id.Server_ServerCapabilities_MaxArrayLength, u32(e.MaxArrayLength)},
 		{id.Server_ServerCapabilities_MaxStringLength, u32(e.MaxStringLength)},

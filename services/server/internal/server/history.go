@@ -69,6 +69,10 @@ func (s *Server) buildHistory() error {
 	if h.Store == config.HistoryOff {
 		return nil
 	}
+	// The Server object, the notifier of every event, keeps their history too.
+	if !s.space.SetEventNotifier(serverID, ua.EventNotifierTypeSubscribeToEvents|ua.EventNotifierTypeHistoryRead) {
+		return fmt.Errorf("history: no Server object")
+	}
 	hs := &historian{log: s.log, panics: s.tel.Panics(), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	switch h.Store {

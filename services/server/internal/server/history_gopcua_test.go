@@ -159,7 +159,7 @@ func TestHistoryGopcua(t *testing.T) {
 	t.Run("Processed", func(t *testing.T) {
 		res, err := c.HistoryReadProcessed(ctx, []*ua.HistoryReadValueID{hv(sineNode, nil), hv(sineNode, nil)}, &ua.ReadProcessedDetails{
 			StartTime: first, EndTime: end, ProcessingInterval: float64(end.Sub(first).Milliseconds() + 1),
-			AggregateType: []*ua.NodeID{ua.NewNumericNodeID(0, id.AggregateFunction_Count), ua.NewNumericNodeID(0, id.AggregateFunction_Maximum)},
+			AggregateType:          []*ua.NodeID{ua.NewNumericNodeID(0, id.AggregateFunction_Count), ua.NewNumericNodeID(0, id.AggregateFunction_Maximum)},
 			AggregateConfiguration: &ua.AggregateConfiguration{UseServerCapabilitiesDefaults: true},
 		})
 		require.NoError(t, err)
@@ -194,22 +194,25 @@ func TestHistoryGopcua(t *testing.T) {
 				BrowsePath: []*ua.QualifiedName{{Name: name}}, AttributeID: ua.AttributeIDValue}
 		}
 		var msgs []string
-		require.Eventually(t, func() bool {
-			res, err := c.HistoryReadEvent(ctx, []*ua.HistoryReadValueID{hv(eventsNode, nil)}, &ua.ReadEventDetails{
-				StartTime: from.Add(-time.Second), EndTime: time.Now().Add(time.Second),
-				Filter: &ua.EventFilter{SelectClauses: []*ua.SimpleAttributeOperand{field("Message"), field("Severity")}, WhereClause: &ua.ContentFilter{}}})
-			require.NoError(t, err)
-			require.Equal(t, ua.StatusOK, res.Results[0].StatusCode)
-			msgs = msgs[:0]
-			for _, ev := range res.Results[0].HistoryData.Value.(*ua.HistoryEvent).Events {
-				lt := ev.EventFields[0].Value().(*ua.LocalizedText)
-				if lt.Text == "history me" {
-					require.Equal(t, uint16(800), ev.EventFields[1].Value())
+		// Demo/Events and the Server object, the notifier of every event, both keep it.
+		for _, notifier := range []*ua.NodeID{eventsNode, ua.NewNumericNodeID(0, id.Server)} {
+			require.Eventually(t, func() bool {
+				res, err := c.HistoryReadEvent(ctx, []*ua.HistoryReadValueID{hv(notifier, nil)}, &ua.ReadEventDetails{
+					StartTime: from.Add(-time.Second), EndTime: time.Now().Add(time.Second),
+					Filter: &ua.EventFilter{SelectClauses: []*ua.SimpleAttributeOperand{field("Message"), field("Severity")}, WhereClause: &ua.ContentFilter{}}})
+				require.NoError(t, err)
+				require.Equal(t, ua.StatusOK, res.Results[0].StatusCode)
+				msgs = msgs[:0]
+				for _, ev := range res.Results[0].HistoryData.Value.(*ua.HistoryEvent).Events {
+					lt := ev.EventFields[0].Value().(*ua.LocalizedText)
+					if lt.Text == "history me" {
+						require.Equal(t, uint16(800), ev.EventFields[1].Value())
+					}
+					msgs = append(msgs, lt.Text)
 				}
-				msgs = append(msgs, lt.Text)
-			}
-			return slices.Contains(msgs, "history me")
-		}, 10*time.Second, 50*time.Millisecond)
+				return slices.Contains(msgs, "history me")
+			}, 10*time.Second, 50*time.Millisecond, "%v", notifier)
+		}
 	})
 
 	t.Run("Access", func(t *testing.T) {

@@ -172,7 +172,9 @@ func TestHistoryResponseBounded(t *testing.T) {
 	c := dialNoneGopcua(t, ctx, url)
 	defer c.Close(ctx)
 	sine := ua.NewStringNodeID(1, "Demo.Simulation.Sine")
-	node := func() *ua.HistoryReadValueID { return &ua.HistoryReadValueID{NodeID: sine, DataEncoding: &ua.QualifiedName{}} }
+	node := func() *ua.HistoryReadValueID {
+		return &ua.HistoryReadValueID{NodeID: sine, DataEncoding: &ua.QualifiedName{}}
+	}
 	start := time.Now()
 	details := &ua.ReadRawModifiedDetails{StartTime: start.Add(-time.Hour), EndTime: start.Add(time.Hour)}
 	var res *ua.HistoryReadResponse

@@ -79,8 +79,6 @@ type Server struct {
 	eventTypes *addrspace.EventTypes
 	events     *events
 	demo       *demo.Demo // nil when the demo namespace is off
-	// hist is the history store and its recorder (history.*); nil with history.store off.
-	hist *historian
 	channels   *uasc.Server
 	// retained is the reassembly budget the channels share (limits.maxRetainedBytes).
 	retained  *uasc.Budget
@@ -106,6 +104,9 @@ type Server struct {
 
 	// routes maps each namespace to the node manager that serves it.
 	routes *routing.Routes
+
+	// hist is the history store and its recorder (history.*); nil with history.store off.
+	hist *historian
 
 	// red is the server's place in a redundant set and its ServiceLevel (redundancy.go).
 	red presence
