@@ -195,3 +195,29 @@ func TestHistoryResponseBounded(t *testing.T) {
 		AggregateConfiguration: &ua.AggregateConfiguration{UseServerCapabilitiesDefaults: true}})
 	require.ErrorIs(t, err, ua.StatusBadTooManyOperations, "60 intervals for a response of 4")
 }
+
+// TestHistoryOff: with history.store off nothing is recorded, HistoryRead and
+// HistoryUpdate answer BadHistoryOperationUnsupported per node, and
+// HistoryServerCapabilities says there is no history.
+func TestHistoryOff(t *testing.T) {
+	t.Parallel()
+	srv, url := serveForHistory(t, func(c *config.Config) { c.History.Store = config.HistoryOff })
+	require.Nil(t, srv.hist)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialNoneGopcua(t, ctx, url)
+	defer c.Close(ctx)
+	sine := ua.NewStringNodeID(1, "Demo.Simulation.Sine")
+	res, err := c.HistoryReadRawModified(ctx, []*ua.HistoryReadValueID{{NodeID: sine, DataEncoding: &ua.QualifiedName{}}},
+		&ua.ReadRawModifiedDetails{StartTime: time.Now().Add(-time.Hour), EndTime: time.Now()})
+	require.NoError(t, err)
+	require.Equal(t, ua.StatusBadHistoryOperationUnsupported, res.Results[0].StatusCode)
+	upd := &ua.HistoryUpdateRequest{HistoryUpdateDetails: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DeleteAtTimeDetails{NodeID: sine, ReqTimes: []time.Time{time.Now()}})}}
+	var ures *ua.HistoryUpdateResponse
+	require.NoError(t, c.Send(ctx, upd, func(v ua.Response) error { ures = v.(*ua.HistoryUpdateResponse); return nil }))
+	require.Equal(t, ua.StatusBadHistoryOperationUnsupported, ures.Results[0].StatusCode)
+	read, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{
+		{NodeID: ua.NewNumericNodeID(0, 11193), AttributeID: ua.AttributeIDValue}}}) // AccessHistoryDataCapability
+	require.NoError(t, err)
+	require.Equal(t, false, read.Results[0].Value.Value())
+}
