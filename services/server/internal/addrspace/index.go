@@ -22,6 +22,9 @@ type entry struct {
 	restricted bool
 	// hidden are references of the tables that RemoveReference took away.
 	hidden []Reference
+	// notifier, when notifierSet, replaces the EventNotifier of the node (SetEventNotifier).
+	notifier    uint8
+	notifierSet bool
 }
 
 // index finds the entry of a NodeId. A numeric NodeId, which is what most clients read,

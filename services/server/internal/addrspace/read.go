@@ -273,7 +273,9 @@ func (s *Space) attributeLocked(v view, id codec.NodeId, a attr.ID, out *codec.V
 	case attr.ContainsNoLoops:
 		*out = codec.BooleanVariant(n != nil && n.typeAttrs().ContainsNoLoops)
 	case attr.EventNotifier:
-		if n != nil {
+		if v.e != nil && v.e.notifierSet {
+			*out = codec.ByteVariant(v.e.notifier)
+		} else if n != nil {
 			*out = codec.ByteVariant(n.EventNotifier)
 		} else {
 			*out = codec.ByteVariant(t.EventNotifier())

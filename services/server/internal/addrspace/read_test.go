@@ -345,3 +345,19 @@ func TestStartup(t *testing.T) {
 	t.Logf("NewNamespace0 and a first read: %v", elapsed)
 	require.Less(t, elapsed, 300*time.Millisecond)
 }
+
+// TestSetEventNotifier: the EventNotifier of a namespace 0 object is replaced by
+// SetEventNotifier; a variable has none to set.
+func TestSetEventNotifier(t *testing.T) {
+	sp := NewNamespace0()
+	server := codec.NewNumericNodeId(0, id.Server)
+	read := func() codec.Variant {
+		op := &nodemgr.ReadOp{Items: []ua.ReadValueId{{NodeId: server, AttributeId: uint32(attr.EventNotifier)}}, Results: make([]codec.DataValue, 1)}
+		sp.Read(context.Background(), op, func() {})
+		return op.Results[0].Value
+	}
+	require.Equal(t, codec.ByteVariant(1), read())
+	require.True(t, sp.SetEventNotifier(server, ua.EventNotifierTypeSubscribeToEvents|ua.EventNotifierTypeHistoryRead))
+	require.Equal(t, codec.ByteVariant(5), read())
+	require.False(t, sp.SetEventNotifier(codec.NewNumericNodeId(0, id.Server_ServiceLevel), ua.EventNotifierTypeHistoryRead))
+}

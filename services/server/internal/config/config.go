@@ -31,6 +31,8 @@ type Config struct {
 	// redundancy.* and mirror.*: the server as a member of a redundant set (issue 19).
 	Redundancy Redundancy `koanf:"redundancy"`
 	Mirror     Mirror     `koanf:"mirror"`
+	// history.*: where the history of variables and events is kept (issue 20).
+	History History `koanf:"history"`
 }
 
 // Application is the ApplicationDescription of the server (Part 4 §7.2) and
@@ -341,6 +343,8 @@ type AddressSpace struct {
 type Simulation struct {
 	Count    int           `koanf:"count"`    // default 0: none
 	Interval time.Duration `koanf:"interval"` // default 1s
+	// Historizing has the variables keep their history (history.*). Default false.
+	Historizing bool `koanf:"historizing"`
 }
 
 // NodeManager is one node manager to mount. Name names it in logs, errors
@@ -548,6 +552,7 @@ func Default() *Config {
 		AddressSpace: AddressSpace{DemoNamespace: true, Simulation: Simulation{Interval: time.Second}},
 		Discovery:    Discovery{RegisterInterval: 30 * time.Second},
 		Mirror:       defaultMirror(),
+		History:      defaultHistory(),
 		Observability: Observability{
 			DiagnosticsEnabled: true,
 			LogLevel:           "info",

@@ -125,6 +125,7 @@ func (c *Config) Validate() error {
 	c.validateSecurity(&ps)
 	c.validateSubscriptions(&ps)
 	c.validateMirror(&ps)
+	c.validateHistory(&ps)
 
 	// limits
 	l := c.Limits

@@ -132,8 +132,17 @@ func addNamespace(sp *addrspace.Space) error {
 	if err := folder("Demo.Simulation", "Simulation", demo); err != nil {
 		return err
 	}
-	if err := variable("Demo.Simulation.Sine", "Sine", ID("Demo.Simulation"), n0(id.Double), -1,
-		ua.AccessLevelTypeCurrentRead, codec.DoubleVariant(0)); err != nil {
+	// Sine and Setpoint keep their history (Historizing, Part 11): anyone reads it, only
+	// the Operator role updates Setpoint's.
+	if err := sp.AddNode(addrspace.Node{
+		NodeId: SineID, NodeClass: ua.NodeClassVariable, BrowseName: qn("Sine"), DisplayName: lt("Sine"),
+		DataType: n0(id.Double), ValueRank: -1, Value: codec.DoubleVariant(0), Historizing: true,
+		AccessLevel: uint8(ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeHistoryRead),
+		References: []addrspace.Reference{
+			{ReferenceTypeId: n0(id.Organizes), TargetId: ID("Demo.Simulation"), IsForward: false},
+			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
+		},
+	}); err != nil {
 		return err
 	}
 	// Demo/Protected/Setpoint shows per-user write access: anyone reads it, only a user
@@ -143,8 +152,9 @@ func addNamespace(sp *addrspace.Space) error {
 	}
 	if err := sp.AddNode(addrspace.Node{
 		NodeId: SetpointID, NodeClass: ua.NodeClassVariable, BrowseName: qn("Setpoint"), DisplayName: lt("Setpoint"),
-		DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(rw), Value: codec.DoubleVariant(0),
-		WriteRoles: []codec.NodeId{n0(id.WellKnownRole_Operator)},
+		DataType: n0(id.Double), ValueRank: -1, Value: codec.DoubleVariant(0), Historizing: true,
+		AccessLevel: uint8(rw | ua.AccessLevelTypeHistoryRead | ua.AccessLevelTypeHistoryWrite),
+		WriteRoles:  []codec.NodeId{n0(id.WellKnownRole_Operator)},
 		References: []addrspace.Reference{
 			{ReferenceTypeId: n0(id.Organizes), TargetId: ID("Demo.Protected"), IsForward: false},
 			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
@@ -183,8 +193,13 @@ func LoadID(i int) codec.NodeId {
 	return ID("Demo.Simulation.Load." + strconv.Itoa(i))
 }
 
-// addLoad adds the folder Demo/Simulation/Load with count Double variables.
-func addLoad(sp *addrspace.Space, count int) error {
+// addLoad adds the folder Demo/Simulation/Load with count Double variables, which keep
+// their history when historizing.
+func addLoad(sp *addrspace.Space, count int, historizing bool) error {
+	access := ua.AccessLevelTypeCurrentRead
+	if historizing {
+		access |= ua.AccessLevelTypeHistoryRead
+	}
 	n0 := func(i uint32) codec.NodeId { return codec.NewNumericNodeId(0, i) }
 	folder := ID("Demo.Simulation.Load")
 	if err := sp.AddNode(addrspace.Node{
@@ -202,7 +217,7 @@ func addLoad(sp *addrspace.Space, count int) error {
 		if err := sp.AddNode(addrspace.Node{
 			NodeId: LoadID(i), NodeClass: ua.NodeClassVariable,
 			BrowseName: codec.QualifiedName{NamespaceIndex: Index, Name: name}, DisplayName: codec.LocalizedText{Text: name},
-			DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(ua.AccessLevelTypeCurrentRead), Value: codec.DoubleVariant(0),
+			DataType: n0(id.Double), ValueRank: -1, AccessLevel: uint8(access), Value: codec.DoubleVariant(0), Historizing: historizing,
 			References: []addrspace.Reference{
 				{ReferenceTypeId: n0(id.Organizes), TargetId: folder, IsForward: false},
 				{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseDataVariableType), IsForward: true},
@@ -282,7 +297,7 @@ func New(space *addrspace.Space, as config.AddressSpace, events Events, now func
 		return nil, fmt.Errorf("demo namespace: %w", err)
 	}
 	if as.Simulation.Count > 0 {
-		if err := addLoad(space, as.Simulation.Count); err != nil {
+		if err := addLoad(space, as.Simulation.Count, as.Simulation.Historizing); err != nil {
 			return nil, fmt.Errorf("demo simulation: %w", err)
 		}
 	}

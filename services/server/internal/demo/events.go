@@ -68,7 +68,7 @@ func (d *Demo) addEvents() error {
 		},
 	}, {
 		NodeId: EventsID, NodeClass: ua.NodeClassObject, BrowseName: qn("Events"), DisplayName: lt("Events"),
-		EventNotifier: uint8(ua.EventNotifierTypeSubscribeToEvents),
+		EventNotifier: uint8(ua.EventNotifierTypeSubscribeToEvents | ua.EventNotifierTypeHistoryRead),
 		References: []addrspace.Reference{
 			{ReferenceTypeId: n0(id.Organizes), TargetId: ID("Demo"), IsForward: false},
 			{ReferenceTypeId: n0(id.HasTypeDefinition), TargetId: n0(id.BaseObjectType), IsForward: true},

@@ -56,12 +56,14 @@ func TestPerUserWriteAccess(t *testing.T) {
 		require.Equal(t, ua.StatusOK, resp.Results[0].Status)
 		return resp.Results[0].Value.Value()
 	}
-	const rw = byte(ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeCurrentWrite)
+	// Setpoint keeps its history, which only an Operator may update (HistoryWrite).
+	const hist = byte(ua.AccessLevelTypeHistoryRead | ua.AccessLevelTypeHistoryWrite)
+	const rw = byte(ua.AccessLevelTypeCurrentRead|ua.AccessLevelTypeCurrentWrite) | hist
 
 	require.Equal(t, ua.StatusBadUserAccessDenied, write(anonymous, setpoint, 1))
 	require.Equal(t, ua.StatusBadUserAccessDenied, write(plain, setpoint, 2))
-	require.Equal(t, byte(ua.AccessLevelTypeCurrentRead), read(anonymous, ua.AttributeIDUserAccessLevel))
-	require.Equal(t, byte(ua.AccessLevelTypeCurrentRead), read(plain, ua.AttributeIDUserAccessLevel))
+	require.Equal(t, byte(ua.AccessLevelTypeCurrentRead|ua.AccessLevelTypeHistoryRead), read(anonymous, ua.AttributeIDUserAccessLevel))
+	require.Equal(t, byte(ua.AccessLevelTypeCurrentRead|ua.AccessLevelTypeHistoryRead), read(plain, ua.AttributeIDUserAccessLevel))
 	require.Equal(t, rw, read(anonymous, ua.AttributeIDAccessLevel))
 	require.Equal(t, float64(0), read(anonymous, ua.AttributeIDValue))
 

@@ -42,8 +42,8 @@ func (s *Server) initCapabilities() error {
 		// A Duration in milliseconds: what a request for the fastest sampling gets.
 		{id.Server_ServerCapabilities_MinSupportedSampleRate, codec.DoubleVariant(float64(sub.MinSamplingInterval) / float64(time.Millisecond))},
 		{id.Server_ServerCapabilities_MaxBrowseContinuationPoints, u16(l.MaxBrowseContinuationPoints)},
-		{id.Server_ServerCapabilities_MaxQueryContinuationPoints, u16(0)},   // no Query services
-		{id.Server_ServerCapabilities_MaxHistoryContinuationPoints, u16(0)}, // no History services
+		{id.Server_ServerCapabilities_MaxQueryContinuationPoints, u16(0)}, // no Query services
+		{id.Server_ServerCapabilities_MaxHistoryContinuationPoints, u16(s.cfg.History.MaxContinuationPoints)},
 		{id.Server_ServerCapabilities_MaxArrayLength, u32(e.MaxArrayLength)},
 		{id.Server_ServerCapabilities_MaxStringLength, u32(e.MaxStringLength)},
 		{id.Server_ServerCapabilities_MaxByteStringLength, u32(e.MaxByteStringLength)},
@@ -68,10 +68,10 @@ func (s *Server) initCapabilities() error {
 		// Services the server does not offer answer BadServiceUnsupported before any
 		// count is checked.
 		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerNodeManagement, u32(0)},
-		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData, u32(0)},
-		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents, u32(0)},
-		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData, u32(0)},
-		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateEvents, u32(0)},
+		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData, u32(s.cfg.History.MaxNodesPerRead)},
+		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents, u32(s.cfg.History.MaxNodesPerRead)},
+		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData, u32(s.cfg.History.MaxNodesPerUpdate)},
+		{id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateEvents, u32(0)}, // no event updates
 
 		{id.Server_ServiceLevel, codec.ByteVariant(maxServiceLevel)},
 		{id.Server_Auditing, codec.BooleanVariant(false)},
@@ -90,5 +90,5 @@ func (s *Server) initCapabilities() error {
 	if !s.space.SetValue(soft, codec.DataValue{Value: codec.MustVariant([]codec.ExtensionObject{})}) {
 		return fmt.Errorf("server capabilities: set value of %v: not a variable", soft)
 	}
-	return nil
+	return s.initHistoryCapabilities()
 }

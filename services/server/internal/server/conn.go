@@ -65,6 +65,9 @@ func (s *Server) services() []pipeline.Service[*conn] {
 		pipeline.Serves(s.translate, session),
 		pipeline.Answers(s.registerNodes, session),
 		pipeline.Answers(s.unregisterNodes, session),
+		// History (§5.10.3, §5.10.5): a store may wait.
+		pipeline.Answers(s.historyRead, session, worker),
+		pipeline.Answers(s.historyUpdate, session, worker),
 		// Subscriptions (§5.13) and monitored items (§5.12)
 		pipeline.Answers(kept(s, s.createSubscription), session),
 		pipeline.Answers(kept(s, s.modifySubscription), session),

@@ -44,6 +44,9 @@ type events struct {
 	subs  *subscription.Engine
 	types *addrspace.EventTypes
 	now   func() time.Time
+	// record, when history is on, keeps each event of the notifiers that historize
+	// events (history.go); set before serving.
+	record func(typ codec.NodeId, fields map[string]codec.Variant, notifiers []codec.NodeId)
 }
 
 var (
@@ -51,8 +54,8 @@ var (
 	_ routing.Pushes = (*events)(nil)
 )
 
-// Listening reports whether any client monitors events.
-func (e *events) Listening() bool { return e.subs.Listening() }
+// Listening reports whether any client monitors events, or history records them.
+func (e *events) Listening() bool { return e.record != nil || e.subs.Listening() }
 
 // Emit hands an event of typ from source, with the fields of BaseEventType and fields, to
 // the event items of notifiers (demo.Events).
@@ -105,6 +108,9 @@ func (e *events) emit(typ, source codec.NodeId, f map[string]codec.Variant, fiel
 		}
 	}
 	e.types.Warm(typ)
+	if e.record != nil {
+		e.record(typ, f, notifiers)
+	}
 	e.subs.Emit(&subscription.Event{Type: typ, Fields: f}, notifiers...)
 }
 

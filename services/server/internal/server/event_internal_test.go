@@ -57,8 +57,10 @@ func TestDemoEventSource(t *testing.T) {
 		{NodeId: serverID, AttributeId: uint32(attr.EventNotifier)},
 	}, Results: make([]codec.DataValue, 2)}
 	srv.space.Read(ctx, op, func() {})
-	require.Equal(t, codec.ByteVariant(1), op.Results[0].Value)
-	require.Equal(t, codec.ByteVariant(1), op.Results[1].Value)
+	// Demo/Events and the Server object keep their events in history
+	// (SubscribeToEvents | HistoryRead).
+	require.Equal(t, codec.ByteVariant(5), op.Results[0].Value)
+	require.Equal(t, codec.ByteVariant(5), op.Results[1].Value)
 	br := &nodemgr.BrowseOp{Items: []ua.BrowseDescription{{NodeId: serverID, BrowseDirection: ua.BrowseDirectionForward,
 		ReferenceTypeId: codec.NewNumericNodeId(0, id.HasEventSource), IncludeSubtypes: true, ResultMask: uint32(ua.BrowseResultMaskAll)}},
 		Results: make([]nodemgr.BrowseResult, 1)}

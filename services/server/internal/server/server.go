@@ -107,6 +107,9 @@ type Server struct {
 	// routes maps each namespace to the node manager that serves it.
 	routes *routing.Routes
 
+	// hist is the history store and its recorder (history.*); nil with history.store off.
+	hist *historian
+
 	// red is the server's place in a redundant set and its ServiceLevel (redundancy.go).
 	red presence
 
@@ -212,6 +215,14 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.buildSubscriptions()
+	if err := s.buildHistory(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closeHistory()
+		}
+	}()
 	if err := s.buildAdmission(); err != nil {
 		return nil, err
 	}
@@ -243,6 +254,9 @@ func New(cfg *config.Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	if err := s.instrument(s.tel.Meter()); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if err := s.instrumentHistory(s.tel.Meter()); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	s.retained = reassemblyBudget(cfg)
@@ -508,6 +522,7 @@ func (s *Server) Close() error {
 			s.alarms.Close()
 		}
 		s.sessions.Stop()
+		s.closeHistory()
 		if s.mirror != nil {
 			s.mirror.Close()
 		}
