@@ -9,7 +9,7 @@ import (
 )
 
 // conditionEvents is where the conditions' events go (alarms.Sink): the subscription
-// engine, with their types looked up first.
+// engine, with their types looked up first, and the history of events.
 type conditionEvents struct{ e *events }
 
 var _ alarms.Sink = conditionEvents{}
@@ -17,9 +17,13 @@ var _ alarms.Sink = conditionEvents{}
 // Listening reports whether any client monitors events.
 func (c conditionEvents) Listening() bool { return c.e.Listening() }
 
-// Emit hands ev to the event items of notifiers.
+// Emit hands ev to the event items of notifiers, and to the history of those that keep
+// their events (Part 11: a condition's state changes are events like any other).
 func (c conditionEvents) Emit(ev *subscription.Event, notifiers ...codec.NodeId) {
 	c.e.types.Warm(ev.Type)
+	if c.e.record != nil {
+		c.e.record(ev.Type, ev.Fields, notifiers)
+	}
 	c.e.subs.Emit(ev, notifiers...)
 }
 

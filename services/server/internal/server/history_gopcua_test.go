@@ -215,6 +215,33 @@ func TestHistoryGopcua(t *testing.T) {
 		}
 	})
 
+	t.Run("ConditionEvents", func(t *testing.T) {
+		// The demo's limit alarms report the Sine crossing its limits; the Server object
+		// keeps those events too, and a where clause selects them.
+		filter := &ua.EventFilter{
+			SelectClauses: []*ua.SimpleAttributeOperand{
+				{TypeDefinitionID: ua.NewNumericNodeID(0, id.BaseEventType), BrowsePath: []*ua.QualifiedName{{Name: "SourceNode"}}, AttributeID: ua.AttributeIDValue},
+				{TypeDefinitionID: ua.NewNumericNodeID(0, id.AlarmConditionType), BrowsePath: []*ua.QualifiedName{{Name: "ActiveState"}, {Name: "Id"}}, AttributeID: ua.AttributeIDValue},
+			},
+			WhereClause: &ua.ContentFilter{Elements: []*ua.ContentFilterElement{{FilterOperator: ua.FilterOperatorOfType,
+				FilterOperands: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.LiteralOperand{Value: ua.MustVariant(ua.NewNumericNodeID(0, id.ExclusiveLimitAlarmType))})}}}},
+		}
+		var n int
+		require.Eventually(t, func() bool {
+			res, err := c.HistoryReadEvent(ctx, []*ua.HistoryReadValueID{hv(ua.NewNumericNodeID(0, id.Server), nil)}, &ua.ReadEventDetails{
+				StartTime: first.Add(-time.Minute), EndTime: time.Now().Add(time.Second), Filter: filter})
+			require.NoError(t, err)
+			require.Equal(t, ua.StatusOK, res.Results[0].StatusCode)
+			evs := res.Results[0].HistoryData.Value.(*ua.HistoryEvent).Events
+			for _, ev := range evs {
+				require.Equal(t, sineNode.String(), ev.EventFields[0].Value().(*ua.NodeID).String(), "only the Sine's exclusive alarm")
+				require.IsType(t, false, ev.EventFields[1].Value())
+			}
+			n = len(evs)
+			return n > 0
+		}, 10*time.Second, 100*time.Millisecond)
+	})
+
 	t.Run("Access", func(t *testing.T) {
 		scalar := ua.NewStringNodeID(1, "Demo.Scalar_Double")
 		r, _ := historyValues(t, ctx, c, scalar, whole, nil)
