@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 
 	"uastack.dev/pkg/codec"
 	"uastack.dev/pkg/status"
@@ -58,14 +59,17 @@ func Scan(c Cursor[Stored], q *RawRead) RawResult {
 		return Stored{Value: codec.DataValue{Status: status.BadBoundNotFound, SourceTimestamp: t}}
 	}
 	var r RawResult
-	hint := sizeHint(q.Max)
+	var page *[]codec.DataValue // the scratch the values gather in, without a Counter
 	if k, ok := c.(Counter); ok {
-		hint = k.Count(q.Start, q.End) + 2 // and the bounds
+		hint := k.Count(q.Start, q.End) + 2 // and the bounds
 		if q.Max > 0 {
 			hint = min(hint, q.Max)
 		}
+		r.Values = make([]codec.DataValue, 0, hint)
+	} else {
+		page = pages.Get().(*[]codec.DataValue)
+		r.Values = (*page)[:0]
 	}
-	r.Values = make([]codec.DataValue, 0, hint)
 	add := func(v Stored) { r.Values = append(r.Values, v.Value) }
 	if q.Modified {
 		add = func(v Stored) {
@@ -74,27 +78,38 @@ func Scan(c Cursor[Stored], q *RawRead) RawResult {
 		}
 	}
 	r.Next, r.Status = scan(c, q.Start, q.End, q.Max, q.Bounds && !q.Modified, q.Position, missing, add)
+	if page != nil {
+		// The answer gets a copy of its own size, made once: grown by doubling, a page of
+		// thousands of values was allocated and copied about twice over, with the
+		// collector's write barriers on every copy.
+		got := r.Values
+		r.Values = nil
+		if len(got) > 0 {
+			r.Values = append(make([]codec.DataValue, 0, len(got)), got...)
+		}
+		clear(got)
+		if cap(got) <= maxPage {
+			*page = got[:0]
+			pages.Put(page)
+		}
+	}
 	if len(r.Values) == 0 {
 		r.Values = nil
 	}
 	return r
 }
 
+// pages are the scratch slices of reads from stores without a Counter; one grown past
+// maxPage values goes to the collector instead.
+var pages = sync.Pool{New: func() any { return new([]codec.DataValue) }}
+
+const maxPage = 1 << 16
+
 // ScanEvents answers q over the events c walks.
 func ScanEvents(c Cursor[Event], q *EventRead) EventResult {
 	var r EventResult
 	r.Next, r.Status = scan(c, q.Start, q.End, q.Max, false, q.Position, nil, func(ev Event) { r.Events = append(r.Events, ev) })
 	return r
-}
-
-// sizeHint is the room to make first for a read of at most max values: a read of many
-// nodes asks each for a page of thousands that most fill with far fewer, so the room
-// made ahead is small and grows as values come.
-func sizeHint(max int) int {
-	if max > 0 && max <= 256 {
-		return max
-	}
-	return 256
 }
 
 // Positions: a version byte, flags, and the key of the next entry to return.
