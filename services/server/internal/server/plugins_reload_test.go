@@ -125,10 +125,13 @@ func (r *reader) finish(t *testing.T) {
 // so, the new code serves (its state is fresh), every read succeeds on the same session
 // without a reconnect, and the monitored items keep delivering Good values.
 func TestPluginReloadKeepsSessions(t *testing.T) {
+	// reloadWait bounds the wait for a reload to serve: a new module compiled, a new
+	// process started and handshaken.
+	const reloadWait = 20 * time.Second
 	t.Parallel()
 	t.Run("wasm", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		built := server.PluginWASM(t, devicePkg)
 		c, ns, path, log := reloadServer(t, ctx, config.NodeManager{Name: deviceName, Type: config.NodeManagerWasm,
@@ -163,8 +166,9 @@ func TestPluginReloadKeepsSessions(t *testing.T) {
 		rd := startReader(ctx, c, sine)
 		replaceFile(t, built, path)
 		// The fresh instance starts from the configured Setpoint, 0: the sampled item
-		// reports it once the new module serves.
-		n := notes.next(1, 5*time.Second)
+		// reports it once the new module serves. Compiling the new module takes seconds
+		// on a loaded machine with the race detector (a CI run missed 5 s).
+		n := notes.next(1, reloadWait)
 		require.Equal(t, ua.StatusOK, n.status)
 		require.Equal(t, 0.0, n.value, "the Setpoint of the reloaded module")
 		for range 3 { // Sine carries on, sampled from the new module
@@ -179,7 +183,7 @@ func TestPluginReloadKeepsSessions(t *testing.T) {
 
 	t.Run("process", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		built := plugintest.Process(t, "uastack.dev/plugins/plugintest/testplugin")
 		c, ns, path, log := reloadServer(t, ctx, config.NodeManager{Name: "reloaded", Type: config.NodeManagerProcess,
@@ -210,7 +214,7 @@ func TestPluginReloadKeepsSessions(t *testing.T) {
 
 		rd := startReader(ctx, c, ua.NewStringNodeID(ns, "counted"))
 		replaceFile(t, built, path)
-		require.Eventually(t, func() bool { return pid() != before }, 5*time.Second, 20*time.Millisecond,
+		require.Eventually(t, func() bool { return pid() != before }, reloadWait, 20*time.Millisecond,
 			"a new plugin process serves")
 		require.Eventually(t, func() bool { return !alive(int(before)) }, 5*time.Second, 10*time.Millisecond,
 			"the old plugin process ends")
