@@ -297,11 +297,11 @@ type sliceCursor[T any] struct {
 	i     int
 }
 
-func (c *sliceCursor[T]) get() (Item[T], bool) {
+func (c *sliceCursor[T]) get() *Item[T] {
 	if c.i < 0 || c.i >= len(c.items) {
-		return Item[T]{}, false
+		return nil
 	}
-	return c.items[c.i], true
+	return &c.items[c.i]
 }
 
 // Count is the number of entries between start and end (history.Counter).
@@ -316,10 +316,10 @@ func (c *sliceCursor[T]) Count(start, end codec.DateTime) int {
 	return search(c.items, Key{Time: hi}) - search(c.items, Key{Time: lo})
 }
 
-func (c *sliceCursor[T]) SeekGE(k Key) (Item[T], bool) { c.i = search(c.items, k); return c.get() }
-func (c *sliceCursor[T]) SeekLT(k Key) (Item[T], bool) { c.i = search(c.items, k) - 1; return c.get() }
-func (c *sliceCursor[T]) Next() (Item[T], bool)        { c.i++; return c.get() }
-func (c *sliceCursor[T]) Prev() (Item[T], bool)        { c.i--; return c.get() }
+func (c *sliceCursor[T]) SeekGE(k Key) *Item[T] { c.i = search(c.items, k); return c.get() }
+func (c *sliceCursor[T]) SeekLT(k Key) *Item[T] { c.i = search(c.items, k) - 1; return c.get() }
+func (c *sliceCursor[T]) Next() *Item[T]        { c.i++; return c.get() }
+func (c *sliceCursor[T]) Prev() *Item[T]        { c.i--; return c.get() }
 
 // memHeap orders series by their first raw value.
 type memHeap []*memSeries

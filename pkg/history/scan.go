@@ -34,16 +34,22 @@ type Stored struct {
 }
 
 // Cursor walks one series of a store (a node's raw or modified values, a notifier's
-// events) in key order; ok is false past either end. Stores implement it over their
+// events) in key order; the entry is nil past either end. The entry is the cursor's (a
+// store may hand out its own memory, or reuse one entry for the next): valid until the
+// cursor moves, and never written to. Handing out a pointer spares a read a copy of
+// each value at every step between the store and the answer. Stores implement it over their
 // own iterators so that Scan and ScanEvents answer reads the same way for all of them.
 type Cursor[T any] interface {
 	// SeekGE moves to the first entry at or after k.
-	SeekGE(k Key) (Item[T], bool)
+	SeekGE(k Key) *Item[T]
 	// SeekLT moves to the last entry before k.
-	SeekLT(k Key) (Item[T], bool)
-	Next() (Item[T], bool)
-	Prev() (Item[T], bool)
+	SeekLT(k Key) *Item[T]
+	Next() *Item[T]
+	Prev() *Item[T]
 }
+
+// step turns a Cursor's answer into an entry and whether there is one.
+func step[T any](it *Item[T]) (*Item[T], bool) { return it, it != nil }
 
 // Counter is an optional capability of a Cursor that can tell cheaply how many entries
 // lie between two times (in either order; 0 for an open end), so that a read makes
@@ -172,7 +178,7 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 		return nil, code
 	}
 	var (
-		it Item[T]
+		it *Item[T]
 		ok bool
 	)
 	if !reverse {
@@ -183,16 +189,16 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 		switch {
 		case boundOnly:
 		case resumed:
-			it, ok = c.SeekGE(from)
+			it, ok = step(c.SeekGE(from))
 		default:
-			it, ok = c.SeekGE(Key{Time: lo})
+			it, ok = step(c.SeekGE(Key{Time: lo}))
 			if bounds && (!ok || it.Key.Time != lo) {
-				if b, bok := c.SeekLT(Key{Time: lo}); bok {
+				if b, bok := step(c.SeekLT(Key{Time: lo})); bok {
 					put(b.V)
 				} else {
 					put(missing(lo))
 				}
-				it, ok = c.SeekGE(Key{Time: lo})
+				it, ok = step(c.SeekGE(Key{Time: lo}))
 			}
 		}
 		if !boundOnly {
@@ -201,10 +207,10 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 					return encodePosition(it.Key, flags), status.Good
 				}
 				put(it.V)
-				it, ok = c.Next()
+				it, ok = step(c.Next())
 			}
 		} else {
-			it, ok = c.SeekGE(Key{Time: hi})
+			it, ok = step(c.SeekGE(Key{Time: hi}))
 		}
 		if bounds && end != 0 && start != end {
 			if full() {
@@ -229,19 +235,19 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 	switch {
 	case boundOnly:
 	case resumed:
-		it, ok = c.SeekLT(Key{Time: from.Time, Seq: from.Seq + 1})
+		it, ok = step(c.SeekLT(Key{Time: from.Time, Seq: from.Seq + 1}))
 		if from.Seq == math.MaxUint64 {
-			it, ok = c.SeekLT(Key{Time: from.Time + 1})
+			it, ok = step(c.SeekLT(Key{Time: from.Time + 1}))
 		}
 	default:
-		it, ok = c.SeekLT(after)
+		it, ok = step(c.SeekLT(after))
 		if bounds && start != 0 && (!ok || it.Key.Time != top) {
-			if b, bok := c.SeekGE(after); bok {
+			if b, bok := step(c.SeekGE(after)); bok {
 				put(b.V)
 			} else {
 				put(missing(top))
 			}
-			it, ok = c.SeekLT(after)
+			it, ok = step(c.SeekLT(after))
 		}
 	}
 	if !boundOnly {
@@ -250,10 +256,10 @@ func scan[T any](c Cursor[T], start, end codec.DateTime, max int, bounds bool, p
 				return encodePosition(it.Key, flags), status.Good
 			}
 			put(it.V)
-			it, ok = c.Prev()
+			it, ok = step(c.Prev())
 		}
 	} else {
-		it, ok = c.SeekLT(Key{Time: bottom + 1})
+		it, ok = step(c.SeekLT(Key{Time: bottom + 1}))
 	}
 	if bounds && bottom != 0 {
 		if full() {

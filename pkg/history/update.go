@@ -26,8 +26,11 @@ type Series interface {
 
 // at returns the first raw value at time t.
 func at(s Series, t codec.DateTime) (Item[Stored], bool) {
-	it, ok := s.Raw().SeekGE(Key{Time: t})
-	return it, ok && it.Key.Time == t
+	it := s.Raw().SeekGE(Key{Time: t})
+	if it == nil || it.Key.Time != t {
+		return Item[Stored]{}, false
+	}
+	return *it, true
 }
 
 // ApplyUpdate applies u to s (Part 11 §6.9.2) and returns a code per value. A value
@@ -94,8 +97,8 @@ func ApplyDeleteRaw(s Series, d *DeleteRaw, user string, now codec.DateTime) (It
 		c = s.Modified()
 	}
 	var found []Item[Stored]
-	for it, ok := c.SeekGE(Key{Time: lo}); ok && (hi == 0 || it.Key.Time < hi); it, ok = c.Next() {
-		found = append(found, it)
+	for it := c.SeekGE(Key{Time: lo}); it != nil && (hi == 0 || it.Key.Time < hi); it = c.Next() {
+		found = append(found, *it)
 	}
 	if len(found) == 0 {
 		return ItemResult{Status: status.BadNoData}, nil

@@ -376,10 +376,10 @@ func (sr *series) NextKey(t codec.DateTime) history.Key {
 // failed is the cursor of a series whose iterator could not open: empty.
 type failed[T any] struct{}
 
-func (failed[T]) SeekGE(history.Key) (history.Item[T], bool) { return history.Item[T]{}, false }
-func (failed[T]) SeekLT(history.Key) (history.Item[T], bool) { return history.Item[T]{}, false }
-func (failed[T]) Next() (history.Item[T], bool)              { return history.Item[T]{}, false }
-func (failed[T]) Prev() (history.Item[T], bool)              { return history.Item[T]{}, false }
+func (failed[T]) SeekGE(history.Key) *history.Item[T] { return nil }
+func (failed[T]) SeekLT(history.Key) *history.Item[T] { return nil }
+func (failed[T]) Next() *history.Item[T]              { return nil }
+func (failed[T]) Prev() *history.Item[T]              { return nil }
 
 // reader is what a cursor iterates: the database or an indexed batch.
 type reader interface {
@@ -394,6 +394,7 @@ type cursor[T any] struct {
 	dec    codec.Decoder // reused for every value
 	decode func(*codec.Decoder) (T, error)
 	err    error
+	cur    history.Item[T] // the entry handed out, until the cursor moves
 }
 
 func newCursor(r reader, kind byte, n codec.NodeId) (*cursor[history.Stored], error) {
@@ -409,32 +410,34 @@ func openCursor[T any](r reader, p []byte, decode func(*codec.Decoder) (T, error
 	return &cursor[T]{it: it, p: p, decode: decode}, nil
 }
 
-func (c *cursor[T]) item(ok bool) (history.Item[T], bool) {
+// item decodes the entry the iterator is at into the cursor's one entry.
+func (c *cursor[T]) item(ok bool) *history.Item[T] {
 	if !ok || c.err != nil {
-		return history.Item[T]{}, false
+		return nil
 	}
 	raw, err := c.it.ValueAndErr()
 	if err != nil {
 		c.err = err
-		return history.Item[T]{}, false
+		return nil
 	}
 	c.dec.Reset(raw)
 	v, err := c.decode(&c.dec)
 	if err != nil {
 		c.err = fmt.Errorf("historystore: %x: %w", c.it.Key(), err)
-		return history.Item[T]{}, false
+		return nil
 	}
-	return history.Item[T]{Key: parseKey(c.p, c.it.Key()), V: v}, true
+	c.cur = history.Item[T]{Key: parseKey(c.p, c.it.Key()), V: v}
+	return &c.cur
 }
 
-func (c *cursor[T]) SeekGE(k history.Key) (history.Item[T], bool) {
+func (c *cursor[T]) SeekGE(k history.Key) *history.Item[T] {
 	return c.item(c.it.SeekGE(key(c.p, k)))
 }
-func (c *cursor[T]) SeekLT(k history.Key) (history.Item[T], bool) {
+func (c *cursor[T]) SeekLT(k history.Key) *history.Item[T] {
 	return c.item(c.it.SeekLT(key(c.p, k)))
 }
-func (c *cursor[T]) Next() (history.Item[T], bool) { return c.item(c.it.Next()) }
-func (c *cursor[T]) Prev() (history.Item[T], bool) { return c.item(c.it.Prev()) }
+func (c *cursor[T]) Next() *history.Item[T] { return c.item(c.it.Next()) }
+func (c *cursor[T]) Prev() *history.Item[T] { return c.item(c.it.Prev()) }
 
 func (c *cursor[T]) close() error { return errors.Join(c.err, c.it.Close()) }
 
