@@ -157,7 +157,7 @@ func (rd *historyReader) raw(d *ua.ReadRawModifiedDetails) status.Code {
 		return status.Good
 	}
 	op.Results = make([]history.RawResult, len(op.Items))
-	if err := rd.s.hist.store.ReadRaw(rd.ctx, op); err != nil {
+	if err := rd.s.hist.routed.ReadRaw(rd.ctx, op); err != nil {
 		return pipeline.CodeOf(err, status.BadInternalError)
 	}
 	for k, res := range op.Results {
@@ -220,7 +220,7 @@ func (rd *historyReader) processed(d *ua.ReadProcessedDetails) status.Code {
 		}
 		op := &history.ReadRawOp{Items: []history.RawRead{{Node: n.NodeId, Start: lo, End: hi, Bounds: true, Max: maxProcessedRaw}},
 			Results: make([]history.RawResult, 1)}
-		if err := rd.s.hist.store.ReadRaw(rd.ctx, op); err != nil {
+		if err := rd.s.hist.routed.ReadRaw(rd.ctx, op); err != nil {
 			return pipeline.CodeOf(err, status.BadInternalError)
 		}
 		if op.Results[0].Next != nil {
@@ -259,7 +259,7 @@ func (rd *historyReader) atTime(d *ua.ReadAtTimeDetails) status.Code {
 		for k, t := range d.ReqTimes {
 			op.Items[k] = history.RawRead{Node: n.NodeId, Start: t, End: t + 1, Bounds: true, Max: 3}
 		}
-		if err := rd.s.hist.store.ReadRaw(rd.ctx, op); err != nil {
+		if err := rd.s.hist.routed.ReadRaw(rd.ctx, op); err != nil {
 			return pipeline.CodeOf(err, status.BadInternalError)
 		}
 		out := make([]codec.DataValue, len(d.ReqTimes))
@@ -284,12 +284,6 @@ func (rd *historyReader) events(d *ua.ReadEventDetails) status.Code {
 	if code := timeArgs(d.StartTime, d.EndTime, d.NumValuesPerNode); code != status.Good {
 		return code
 	}
-	if rd.s.hist.events == nil {
-		for i := range rd.results {
-			rd.results[i].StatusCode = status.BadHistoryOperationUnsupported
-		}
-		return status.Good
-	}
 	filter, _, code := subscription.CompileEventFilter(&d.Filter, rd.s.eventTypes)
 	if code != status.Good {
 		return code
@@ -311,7 +305,8 @@ func (rd *historyReader) events(d *ua.ReadEventDetails) status.Code {
 			q = history.EventRead{Notifier: n.NodeId, Start: d.StartTime, End: d.EndTime, Max: rd.limit(d.NumValuesPerNode)}
 		}
 		op := &history.ReadEventsOp{Items: []history.EventRead{q}, Results: make([]history.EventResult, 1)}
-		if err := rd.s.hist.events.ReadEvents(rd.ctx, op); err != nil {
+		// A notifier whose owner keeps no events answers BadHistoryOperationUnsupported.
+		if err := rd.s.hist.routed.ReadEvents(rd.ctx, op); err != nil {
 			return pipeline.CodeOf(err, status.BadInternalError)
 		}
 		res := op.Results[0]
@@ -360,10 +355,11 @@ func stampHistory(vals []codec.DataValue, ts ua.TimestampsToReturn) {
 // (Part 11 §5.2, Part 3 §5.6.2): a Variable with the HistoryRead (HistoryWrite) bit in
 // its AccessLevel, BadNotReadable (BadNotWritable) without, and in the principal's
 // UserAccessLevel, BadUserAccessDenied without; for events, a notifier with the bit in
-// its EventNotifier. Another node, or one a mounted node manager serves, keeps no
-// history here: BadHistoryOperationUnsupported.
+// its EventNotifier. The attributes are read from the node's owner, the address space
+// or a mounted manager, as the principal. A node whose owner keeps no history (another
+// node class, a manager without a history.Store) is BadHistoryOperationUnsupported.
 func (s *Server) historyAccess(ctx context.Context, p *nodemgr.Principal, n codec.NodeId, events, write bool) status.Code {
-	if !s.routes.Local(1, func(int) uint16 { return n.Namespace() }) {
+	if !s.hist.routed.Serves(n, events) {
 		return status.BadHistoryOperationUnsupported
 	}
 	second := attr.AccessLevel
@@ -375,7 +371,19 @@ func (s *Server) historyAccess(ctx context.Context, p *nodemgr.Principal, n code
 		{NodeId: n, AttributeId: uint32(second)},
 		{NodeId: n, AttributeId: uint32(attr.UserAccessLevel)},
 	}}
-	s.space.Read(ctx, op, func() {})
+	if s.routes.LocalNode(n) {
+		s.space.Read(ctx, op, func() {})
+	} else {
+		// A manager may answer from a goroutine of its own; the history services run on
+		// a worker, which may wait.
+		done := make(chan struct{})
+		s.routes.Read(ctx, op, func() { close(done) })
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return status.BadTimeout
+		}
+	}
 	if c := op.Results[0].Status; c != status.Good {
 		return c
 	}
@@ -463,7 +471,7 @@ func (s *Server) historyUpdate(r *pipeline.Request[*conn], m *ua.HistoryUpdateRe
 			}
 			op := &history.UpdateOp{User: user, Time: now, Results: one,
 				Items: []history.Update{{Node: d.NodeId, Kind: d.PerformInsertReplace, Values: d.UpdateValues}}}
-			err = s.hist.store.Update(r.Ctx, op)
+			err = s.hist.routed.Update(r.Ctx, op)
 		case *ua.DeleteRawModifiedDetails:
 			if d.StartTime == 0 && d.EndTime == 0 {
 				res.StatusCode = status.BadInvalidTimestampArgument
@@ -471,7 +479,7 @@ func (s *Server) historyUpdate(r *pipeline.Request[*conn], m *ua.HistoryUpdateRe
 			}
 			op := &history.DeleteRawOp{User: user, Time: now, Results: one,
 				Items: []history.DeleteRaw{{Node: d.NodeId, Start: d.StartTime, End: d.EndTime, Modified: d.IsDeleteModified}}}
-			err = s.hist.store.DeleteRaw(r.Ctx, op)
+			err = s.hist.routed.DeleteRaw(r.Ctx, op)
 		case *ua.DeleteAtTimeDetails:
 			if code := pipeline.CheckCount(len(d.ReqTimes), s.cfg.History.MaxValuesPerRead); code != status.Good {
 				res.StatusCode = code
@@ -479,7 +487,7 @@ func (s *Server) historyUpdate(r *pipeline.Request[*conn], m *ua.HistoryUpdateRe
 			}
 			op := &history.DeleteAtTimeOp{User: user, Time: now, Results: one,
 				Items: []history.DeleteAtTime{{Node: d.NodeId, Times: d.ReqTimes}}}
-			err = s.hist.store.DeleteAtTime(r.Ctx, op)
+			err = s.hist.routed.DeleteAtTime(r.Ctx, op)
 		}
 		item = one[0]
 		if err != nil {
