@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	FailSetup string `json:"failSetup,omitempty"`
 	// PushEveryMs is the interval of the pushes of watched nodes; zero means 50.
 	PushEveryMs int `json:"pushEveryMs,omitempty"`
+	// History makes the manager a historian: a history.Store and EventStore in memory.
+	History bool `json:"history,omitempty"`
 }
 
 // New builds the manager from its Setup (an sdk.Factory).
@@ -51,7 +54,17 @@ func New(s nodemgr.Setup) (nodemgr.Manager, error) {
 	if o.PushEveryMs > 0 {
 		every = time.Duration(o.PushEveryMs) * time.Millisecond
 	}
-	return &Manager{ns: s.NamespaceURI, every: every, watched: map[nodemgr.WatchKey]bool{}}, nil
+	m := &Manager{ns: s.NamespaceURI, every: every, watched: map[nodemgr.WatchKey]bool{}}
+	if o.History {
+		return &Historian{m, history.NewMemory(history.MemoryLimits{PerNode: 100_000, Total: 1_000_000, EventsPerNotifier: 1000})}, nil
+	}
+	return m, nil
+}
+
+// Historian is the manager with a history store of its own.
+type Historian struct {
+	*Manager
+	*history.Memory
 }
 
 // Manager is the test plugin's manager.
