@@ -10,7 +10,9 @@
 //
 // A Call of the method "exit" exits the process with status 3. As a Watcher it pushes
 // a DataChange of every watched node every PushEvery. At Start it logs one line at
-// each level, with attributes, and writes a raw line to stderr.
+// each level, with attributes, and writes a raw line to stderr. With the option
+// History it is a historian (Historian): a history store in memory, its nodes variables
+// whose history anyone may read and write.
 package testmgr
 
 import (
@@ -27,6 +29,8 @@ import (
 	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/attr"
 )
 
 // Options are the test plugin's options (Setup.Options, JSON).
@@ -61,10 +65,33 @@ func New(s nodemgr.Setup) (nodemgr.Manager, error) {
 	return m, nil
 }
 
-// Historian is the manager with a history store of its own.
+// Historian is the manager with a history store of its own. Its nodes are variables
+// whose history everyone may read and write.
 type Historian struct {
 	*Manager
 	*history.Memory
+}
+
+// Read answers the NodeClass, AccessLevel and UserAccessLevel the server's history
+// checks read; other attributes as the Manager does.
+func (h *Historian) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	const access = ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeHistoryRead | ua.AccessLevelTypeHistoryWrite
+	for _, it := range op.Items {
+		switch attr.ID(it.AttributeId) {
+		case attr.NodeClass, attr.AccessLevel, attr.UserAccessLevel:
+		default:
+			h.Manager.Read(ctx, op, done)
+			return
+		}
+	}
+	for i, it := range op.Items {
+		v := codec.ByteVariant(byte(access))
+		if attr.ID(it.AttributeId) == attr.NodeClass {
+			v = codec.Int32Variant(int32(ua.NodeClassVariable))
+		}
+		op.Results[i] = codec.DataValue{Value: v}
+	}
+	done()
 }
 
 // Manager is the test plugin's manager.
