@@ -35,7 +35,9 @@ func (m *histManager) ReadRaw(ctx context.Context, op *history.ReadRawOp) error 
 // failingStore is the server's store failing as a whole.
 type failingStore struct{ *history.Memory }
 
-func (failingStore) ReadRaw(context.Context, *history.ReadRawOp) error { return status.BadResourceUnavailable }
+func (failingStore) ReadRaw(context.Context, *history.ReadRawOp) error {
+	return status.BadResourceUnavailable
+}
 
 func memory() *history.Memory {
 	return history.NewMemory(history.MemoryLimits{PerNode: 100, Total: 1000, EventsPerNotifier: 10})

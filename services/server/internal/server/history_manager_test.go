@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,11 +34,15 @@ const (
 // (HistoryRead and HistoryWrite), Locked is readable but keeps none for the client
 // (no HistoryRead), Guarded's history is written by nobody (HistoryWrite only in its
 // AccessLevel), Alarms is a notifier with the HistoryRead bit.
-type attrManager struct{ uri string }
+type attrManager struct {
+	uri   string
+	reads atomic.Int32 // Read calls
+}
 
 func (m *attrManager) Namespaces() []string { return []string{m.uri} }
 
 func (m *attrManager) Read(_ context.Context, op *nodemgr.ReadOp, done func()) {
+	m.reads.Add(1)
 	const (
 		rd = pua.AccessLevelTypeCurrentRead
 		hr = pua.AccessLevelTypeHistoryRead
@@ -122,8 +127,8 @@ func startManaged(t *testing.T, m ...nodemgr.Manager) string {
 func TestHistoryFromManager(t *testing.T) {
 	t.Parallel()
 	mem := history.NewMemory(history.MemoryLimits{PerNode: 1000, Total: 10000, EventsPerNotifier: 100})
-	hm := &historianManager{attrManager{historianURI}, mem}
-	url := startManaged(t, hm, &attrManager{plainURI})
+	hm := &historianManager{attrManager{uri: historianURI}, mem}
+	url := startManaged(t, hm, &attrManager{uri: plainURI})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := connect(t, ctx, url, ua.SecurityPolicyURINone, ua.MessageSecurityModeNone, ua.UserTokenTypeAnonymous)
@@ -185,8 +190,10 @@ func TestHistoryFromManager(t *testing.T) {
 	})
 
 	t.Run("Unsupported", func(t *testing.T) {
+		before := hm.reads.Load()
 		res, err := c.HistoryReadRawModified(ctx, []*ua.HistoryReadValueID{hv(plainTemp, nil), hv(temp, nil), hv(locked, nil)}, whole)
 		require.NoError(t, err)
+		require.Equal(t, before+1, hm.reads.Load(), "the access of both nodes is one Read")
 		require.Equal(t, ua.StatusBadHistoryOperationUnsupported, res.Results[0].StatusCode, "a manager without a store")
 		require.Equal(t, ua.StatusOK, res.Results[1].StatusCode)
 		require.Len(t, res.Results[1].HistoryData.Value.(*ua.HistoryData).DataValues, 10)

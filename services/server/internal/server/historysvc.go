@@ -8,7 +8,6 @@ import (
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/subscription"
 )
@@ -80,6 +79,8 @@ type historyReader struct {
 	p       *nodemgr.Principal
 	m       *ua.HistoryReadRequest
 	results []ua.HistoryReadResult
+	// access is the outcome of the access check of each node, made once (check).
+	access []status.Code
 }
 
 // limit is the values per node of a page: the client's NumValuesPerNode (0: all) within
@@ -112,7 +113,15 @@ func (rd *historyReader) check(i int, events bool) bool {
 	case n.DataEncoding.Name != "" && n.DataEncoding.Name != "Default Binary":
 		code = status.BadDataEncodingUnsupported
 	default:
-		code = rd.s.historyAccess(rd.ctx, rd.p, n.NodeId, events, false)
+		if rd.access == nil {
+			// One Read of the attributes of every node, through their owners.
+			nodes := make([]codec.NodeId, len(rd.m.NodesToRead))
+			for k := range nodes {
+				nodes[k] = rd.m.NodesToRead[k].NodeId
+			}
+			rd.access = rd.s.historyAccessAll(rd.ctx, rd.p, nodes, events, false)
+		}
+		code = rd.access[i]
 	}
 	rd.results[i].StatusCode = code
 	return code == status.Good
@@ -349,78 +358,6 @@ func stampHistory(vals []codec.DataValue, ts ua.TimestampsToReturn) {
 			v.SourceTimestamp, v.SourcePicoseconds = 0, 0
 		}
 	}
-}
-
-// historyAccess checks that the principal may read (or write) the history of node n
-// (Part 11 §5.2, Part 3 §5.6.2): a Variable with the HistoryRead (HistoryWrite) bit in
-// its AccessLevel, BadNotReadable (BadNotWritable) without, and in the principal's
-// UserAccessLevel, BadUserAccessDenied without; for events, a notifier with the bit in
-// its EventNotifier. The attributes are read from the node's owner, the address space
-// or a mounted manager, as the principal. A node whose owner keeps no history (another
-// node class, a manager without a history.Store) is BadHistoryOperationUnsupported.
-func (s *Server) historyAccess(ctx context.Context, p *nodemgr.Principal, n codec.NodeId, events, write bool) status.Code {
-	if !s.hist.routed.Serves(n, events) {
-		return status.BadHistoryOperationUnsupported
-	}
-	second := attr.AccessLevel
-	if events {
-		second = attr.EventNotifier
-	}
-	op := &nodemgr.ReadOp{Principal: *p, Results: make([]codec.DataValue, 3), Items: []ua.ReadValueId{
-		{NodeId: n, AttributeId: uint32(attr.NodeClass)},
-		{NodeId: n, AttributeId: uint32(second)},
-		{NodeId: n, AttributeId: uint32(attr.UserAccessLevel)},
-	}}
-	if s.routes.LocalNode(n) {
-		s.space.Read(ctx, op, func() {})
-	} else {
-		// A manager may answer from a goroutine of its own; the history services run on
-		// a worker, which may wait.
-		done := make(chan struct{})
-		s.routes.Read(ctx, op, func() { close(done) })
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return status.BadTimeout
-		}
-	}
-	if c := op.Results[0].Status; c != status.Good {
-		return c
-	}
-	class := ua.NodeClass(op.Results[0].Value.Bits())
-	bits := op.Results[1].Value.Bits()
-	if events {
-		bit := uint64(ua.EventNotifierTypeHistoryRead)
-		if write {
-			bit = uint64(ua.EventNotifierTypeHistoryWrite)
-		}
-		switch {
-		case class != ua.NodeClassObject && class != ua.NodeClassView || op.Results[1].Status != status.Good:
-			return status.BadHistoryOperationUnsupported
-		case bits&bit == 0 && write:
-			return status.BadNotWritable
-		case bits&bit == 0:
-			return status.BadNotReadable
-		}
-		return status.Good
-	}
-	if class != ua.NodeClassVariable {
-		return status.BadHistoryOperationUnsupported
-	}
-	user := op.Results[2].Value.Bits()
-	bit, denied := uint64(ua.AccessLevelTypeHistoryRead), status.BadNotReadable
-	if write {
-		bit, denied = uint64(ua.AccessLevelTypeHistoryWrite), status.BadNotWritable
-	}
-	current := uint64(ua.AccessLevelTypeCurrentRead)
-	switch {
-	case bits&bit == 0:
-		return denied
-	case user&bit == 0, !write && bits&current != 0 && user&current == 0:
-		// Who may not read the value may not read its history either (SetReadRoles).
-		return status.BadUserAccessDenied
-	}
-	return status.Good
 }
 
 // historyUpdate answers HistoryUpdate (Part 4 §5.10.5, Part 11 §6.9): inserts,
