@@ -375,6 +375,9 @@ func (c *call) store(ctx context.Context, m nodemgr.Manager, body nodemgr.Body) 
 	if err != nil {
 		c.reply = *fault(c.req.ID, CodeOf(err), err.Error())
 	}
+	// A store may keep the values and items it was given: the next request of the
+	// kind decodes into a body of its own.
+	c.req.Body = nil
 }
 
 // resized returns s with n zero slots, reusing its memory when it has room.
