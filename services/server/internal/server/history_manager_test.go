@@ -222,6 +222,18 @@ func TestHistoryFromManager(t *testing.T) {
 		_, got := historyValues(t, ctx, c, temp, &ua.ReadRawModifiedDetails{StartTime: at, EndTime: at.Add(time.Second)}, nil)
 		require.Len(t, got, 1)
 		require.Equal(t, 42.0, got[0].Value.Value())
+
+		// In request order: the deletion comes between the inserts, so the second one
+		// finds no value at its time. The access of all three is one Read.
+		later := at.Add(time.Second)
+		again := &ua.UpdateDataDetails{NodeID: temp, PerformInsertReplace: ua.PerformUpdateTypeInsert,
+			UpdateValues: []*ua.DataValue{{EncodingMask: ua.DataValueValue | ua.DataValueSourceTimestamp, Value: ua.MustVariant(7.0), SourceTimestamp: later}}}
+		before := hm.reads.Load()
+		res = historyUpdate(t, ctx, c, again, &ua.DeleteAtTimeDetails{NodeID: temp, ReqTimes: []time.Time{later}}, again)
+		require.Equal(t, before+1, hm.reads.Load())
+		require.Equal(t, []ua.StatusCode{ua.StatusGoodEntryInserted}, res[0].OperationResults)
+		require.Equal(t, []ua.StatusCode{ua.StatusOK}, res[1].OperationResults)
+		require.Equal(t, []ua.StatusCode{ua.StatusGoodEntryInserted}, res[2].OperationResults, "applied after the deletion")
 	})
 
 	t.Run("Events", func(t *testing.T) {
