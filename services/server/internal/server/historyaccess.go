@@ -10,12 +10,6 @@ import (
 	"uastack.dev/pkg/ua/attr"
 )
 
-// historyAccess checks that the principal may read (or write) the history of node n
-// (historyAccessAll).
-func (s *Server) historyAccess(ctx context.Context, p *nodemgr.Principal, n codec.NodeId, events, write bool) status.Code {
-	return s.historyAccessAll(ctx, p, []codec.NodeId{n}, events, write)[0]
-}
-
 // historyAccessAll checks that the principal may read (or write) the history of each of
 // nodes (Part 11 §5.2, Part 3 §5.6.2): a Variable with the HistoryRead (HistoryWrite)
 // bit in its AccessLevel, BadNotReadable (BadNotWritable) without, and in the
