@@ -103,7 +103,7 @@ func (rd *historyReader) fits(perNode int) bool {
 
 // check answers the node's result with a code when the read cannot go on: a
 // continuation point given where the read takes none, an index range or data encoding
-// history does not serve, or access (historyAccess).
+// history does not serve, or access (historyAccessAll, once for all the nodes).
 func (rd *historyReader) check(i int, events bool) bool {
 	n := &rd.m.NodesToRead[i]
 	code := status.Good
