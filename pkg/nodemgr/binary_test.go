@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
@@ -138,6 +139,31 @@ func sampleEvents() []Event {
 	}, {}}
 }
 
+// sampleHistoryValues are values of two nodes, one of each shape sampleDataValues has.
+func sampleHistoryValues() []history.Value {
+	var out []history.Value
+	for i, dv := range sampleDataValues() {
+		n := sampleNode
+		if i%2 == 0 {
+			n = codec.NewNumericNodeId(0, id.Server_ServerStatus_CurrentTime)
+		}
+		out = append(out, history.Value{Node: n, Value: dv})
+	}
+	return out
+}
+
+// sampleHistoryEvents are stored events: fields of every sample variant, and none.
+func sampleHistoryEvents() []history.Event {
+	var fields []history.EventField
+	for i, v := range sampleVariants() {
+		fields = append(fields, history.EventField{Key: "0:Field" + string(rune('A'+i)), Value: v})
+	}
+	return []history.Event{
+		{Notifier: sampleNode, Time: sampleTime, Type: codec.NewNumericNodeId(0, id.BaseEventType), Fields: fields},
+		{Fields: []history.EventField{}},
+	}
+}
+
 // namedFrame is a frame to round-trip.
 type namedFrame struct {
 	name  string
@@ -178,6 +204,29 @@ func sampleFrames() []namedFrame {
 		{"Models", Frame{Kind: KindModels, ID: 10}},
 		{"Models reply", Frame{Kind: KindModels | KindReply, ID: 10, Body: &Models{Models: []Model{
 			{Name: "device.xml", NodeSet: []byte("<UANodeSet/>")}, {Name: "empty.xml"}}}}},
+		{"HistoryAppend", Frame{Kind: KindHistoryAppend, ID: 11, Body: &HistoryValues{Values: sampleHistoryValues()}}},
+		{"HistoryAppend reply", Frame{Kind: KindHistoryAppend | KindReply, ID: 11, Body: &Outcome{}}},
+		{"HistoryReadRaw", Frame{Kind: KindHistoryReadRaw, ID: 12, Body: &HistoryReadRaw{Items: []history.RawRead{
+			{Node: sampleNode, Start: sampleTime, End: sampleTime + 10_000_000, Max: 1000, Bounds: true, Position: []byte{1, 2, 3}},
+			{Node: sampleNode, End: sampleTime, Max: 1<<31 - 1, Modified: true, Position: []byte{}}}}}},
+		{"HistoryReadRaw reply", Frame{Kind: KindHistoryReadRaw | KindReply, ID: 12, Body: &HistoryRawResults{Results: []history.RawResult{
+			{Values: sampleDataValues(), Next: []byte("next")},
+			{Values: sampleDataValues()[:2], Modifications: []ua.ModificationInfo{
+				{ModificationTime: sampleTime, UpdateType: ua.HistoryUpdateTypeReplace, UserName: "operator"}, {UpdateType: ua.HistoryUpdateTypeDelete}}},
+			{Status: status.BadNoData}}}}},
+		{"HistoryUpdate", Frame{Kind: KindHistoryUpdate, ID: 13, Body: &HistoryUpdate{User: "operator", Time: sampleTime, Items: []history.Update{
+			{Node: sampleNode, Kind: ua.PerformUpdateTypeUpdate, Values: sampleDataValues()}, {Kind: ua.PerformUpdateTypeInsert}}}}},
+		{"HistoryUpdate reply", Frame{Kind: KindHistoryUpdate | KindReply, ID: 13, Body: &HistoryItemResults{Results: []history.ItemResult{
+			{Operations: []status.Code{status.GoodEntryInserted, status.GoodEntryReplaced, status.BadEntryExists}}, {Status: status.BadNoData}}}}},
+		{"HistoryDeleteRaw", Frame{Kind: KindHistoryDeleteRaw, ID: 14, Body: &HistoryDeleteRaw{User: codec.EmptyString, Time: sampleTime, Items: []history.DeleteRaw{
+			{Node: sampleNode, Start: sampleTime, End: sampleTime + 1, Modified: true}, {}}}}},
+		{"HistoryDeleteAtTime", Frame{Kind: KindHistoryDeleteAtTime, ID: 15, Body: &HistoryDeleteAtTime{User: "u", Items: []history.DeleteAtTime{
+			{Node: sampleNode, Times: []codec.DateTime{sampleTime, 0, sampleTime + 5}}, {Times: []codec.DateTime{}}}}}},
+		{"HistoryAppendEvents", Frame{Kind: KindHistoryAppendEvents, ID: 16, Body: &HistoryEvents{Events: sampleHistoryEvents()}}},
+		{"HistoryReadEvents", Frame{Kind: KindHistoryReadEvents, ID: 17, Body: &HistoryReadEvents{Items: []history.EventRead{
+			{Notifier: sampleNode, Start: sampleTime, End: sampleTime + 1, Max: 10, Position: []byte{9}}, {}}}}},
+		{"HistoryReadEvents reply", Frame{Kind: KindHistoryReadEvents | KindReply, ID: 17, Body: &HistoryEventResults{Results: []history.EventResult{
+			{Events: sampleHistoryEvents(), Next: []byte{1}}, {Status: status.BadHistoryOperationUnsupported}}}}},
 		{"Cancel", Frame{Kind: KindCancel, ID: 5}},
 		{"DataChanges", Frame{Kind: KindDataChanges, Body: &DataChanges{Changes: dcs}}},
 		{"Events", Frame{Kind: KindEvents, Body: &Events{Events: sampleEvents()}}},

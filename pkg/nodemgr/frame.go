@@ -33,6 +33,16 @@ const (
 	KindEvents      Kind = 0x0D // *Events, one-way from the manager: Notifier.Emit
 	KindModels      Kind = 0x0E // none / *Models: Modeler.Models
 
+	// The history kinds (historywire.go): history.Store and history.EventStore. A store
+	// that fails as a whole answers KindFault.
+	KindHistoryAppend       Kind = 0x0F // *HistoryValues / *Outcome: Store.Append
+	KindHistoryReadRaw      Kind = 0x10 // *HistoryReadRaw / *HistoryRawResults: Store.ReadRaw
+	KindHistoryUpdate       Kind = 0x11 // *HistoryUpdate / *HistoryItemResults: Store.Update
+	KindHistoryDeleteRaw    Kind = 0x12 // *HistoryDeleteRaw / *HistoryItemResults: Store.DeleteRaw
+	KindHistoryDeleteAtTime Kind = 0x13 // *HistoryDeleteAtTime / *HistoryItemResults: Store.DeleteAtTime
+	KindHistoryAppendEvents Kind = 0x14 // *HistoryEvents / *Outcome: EventStore.AppendEvents
+	KindHistoryReadEvents   Kind = 0x15 // *HistoryReadEvents / *HistoryEventResults: EventStore.ReadEvents
+
 	// KindReply marks the reply to a request of the kind in the low bits.
 	KindReply Kind = 0x80
 	// KindFault is the reply to a request that failed as a whole (it could not be
@@ -45,6 +55,9 @@ var kindNames = [...]string{
 	KindRead: "Read", KindWrite: "Write", KindBrowse: "Browse", KindCall: "Call",
 	KindWatch: "Watch", KindHealth: "Health", KindCancel: "Cancel",
 	KindDataChanges: "DataChanges", KindEvents: "Events", KindModels: "Models",
+	KindHistoryAppend: "HistoryAppend", KindHistoryReadRaw: "HistoryReadRaw", KindHistoryUpdate: "HistoryUpdate",
+	KindHistoryDeleteRaw: "HistoryDeleteRaw", KindHistoryDeleteAtTime: "HistoryDeleteAtTime",
+	KindHistoryAppendEvents: "HistoryAppendEvents", KindHistoryReadEvents: "HistoryReadEvents",
 }
 
 // String returns the kind's name, such as "Read" or "Read reply".
@@ -118,6 +131,13 @@ var bodies = func() (t [256]bodyKind) {
 	t[KindWatch], t[KindWatch|KindReply] = with[WatchSet](), none
 	t[KindHealth], t[KindHealth|KindReply] = none, with[Health]()
 	t[KindModels], t[KindModels|KindReply] = none, with[Models]()
+	t[KindHistoryAppend], t[KindHistoryAppend|KindReply] = with[HistoryValues](), with[Outcome]()
+	t[KindHistoryReadRaw], t[KindHistoryReadRaw|KindReply] = with[HistoryReadRaw](), with[HistoryRawResults]()
+	t[KindHistoryUpdate], t[KindHistoryUpdate|KindReply] = with[HistoryUpdate](), with[HistoryItemResults]()
+	t[KindHistoryDeleteRaw], t[KindHistoryDeleteRaw|KindReply] = with[HistoryDeleteRaw](), with[HistoryItemResults]()
+	t[KindHistoryDeleteAtTime], t[KindHistoryDeleteAtTime|KindReply] = with[HistoryDeleteAtTime](), with[HistoryItemResults]()
+	t[KindHistoryAppendEvents], t[KindHistoryAppendEvents|KindReply] = with[HistoryEvents](), with[Outcome]()
+	t[KindHistoryReadEvents], t[KindHistoryReadEvents|KindReply] = with[HistoryReadEvents](), with[HistoryEventResults]()
 	t[KindCancel] = none
 	t[KindDataChanges] = with[DataChanges]()
 	t[KindEvents] = with[Events]()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/status"
 )
 
@@ -173,20 +174,22 @@ type Capabilities uint32
 
 // The capabilities, one per optional interface.
 const (
-	CapRead   Capabilities = 1 << iota // Reader
-	CapWrite                           // Writer
-	CapBrowse                          // Browser
-	CapCall                            // Caller
-	CapMount                           // Mounter
-	CapStart                           // Starter
-	CapClose                           // Closer
-	CapWatch                           // Watcher
-	CapHealth                          // HealthReporter
-	CapModels                          // Modeler
+	CapRead          Capabilities = 1 << iota // Reader
+	CapWrite                                  // Writer
+	CapBrowse                                 // Browser
+	CapCall                                   // Caller
+	CapMount                                  // Mounter
+	CapStart                                  // Starter
+	CapClose                                  // Closer
+	CapWatch                                  // Watcher
+	CapHealth                                 // HealthReporter
+	CapModels                                 // Modeler
+	CapHistory                                // history.Store
+	CapHistoryEvents                          // history.EventStore, with history.Store
 	capEnd
 )
 
-var capNames = [...]string{"Read", "Write", "Browse", "Call", "Mount", "Start", "Close", "Watch", "Health", "Models"}
+var capNames = [...]string{"Read", "Write", "Browse", "Call", "Mount", "Start", "Close", "Watch", "Health", "Models", "History", "HistoryEvents"}
 
 // CapabilitiesOf returns the capabilities m implements, found by type assertion as the
 // server finds them.
@@ -217,6 +220,10 @@ func CapabilitiesOf(m Manager) Capabilities {
 	has(ok, CapHealth)
 	_, ok = m.(Modeler)
 	has(ok, CapModels)
+	st, ok := m.(history.Store)
+	has(ok, CapHistory)
+	_, ok = st.(history.EventStore)
+	has(ok, CapHistoryEvents)
 	return c
 }
 

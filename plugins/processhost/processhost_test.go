@@ -132,7 +132,7 @@ func (h *testHost) pushed(node string) int {
 
 // open opens the test plugin with cfg's Path, Name and Setup filled in where empty,
 // starts it on host and closes it at the end of the test.
-func open(t *testing.T, cfg Config, host *testHost) *remote.Manager {
+func open(t testing.TB, cfg Config, host *testHost) *remote.Manager {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "test"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/plugins/wire"
@@ -88,6 +89,9 @@ type call struct {
 	outcome   nodemgr.Outcome
 	health    nodemgr.Health
 	models    nodemgr.Models
+	histRaw   nodemgr.HistoryRawResults
+	histItems nodemgr.HistoryItemResults
+	histEvs   nodemgr.HistoryEventResults
 }
 
 // done is the operation's done: the first call counts.
@@ -288,6 +292,9 @@ func (c *call) start(ctx context.Context, g *Guest, b []byte) {
 		g.watchMu.Lock()
 		w.Watch(ctx, body)
 		g.watchMu.Unlock()
+	case *nodemgr.HistoryValues, *nodemgr.HistoryReadRaw, *nodemgr.HistoryUpdate, *nodemgr.HistoryDeleteRaw,
+		*nodemgr.HistoryDeleteAtTime, *nodemgr.HistoryEvents, *nodemgr.HistoryReadEvents:
+		c.store(ctx, m, body)
 	default:
 		switch req.Kind {
 		case nodemgr.KindClose:
@@ -314,6 +321,73 @@ func (c *call) start(ctx context.Context, g *Guest, b []byte) {
 			c.reply = *fault(req.ID, status.BadServiceUnsupported, "kind "+req.Kind.String()+" is not a request")
 		}
 	}
+}
+
+// store runs a history operation on the manager's history.Store (history.EventStore),
+// at once: a store's methods return when they are done. A store that fails as a whole
+// answers a Fault with the error's code.
+func (c *call) store(ctx context.Context, m nodemgr.Manager, body nodemgr.Body) {
+	st, ok := m.(history.Store)
+	if !ok {
+		c.reply = *fault(c.req.ID, status.BadServiceUnsupported, "the manager is not a history.Store")
+		return
+	}
+	ev, events := st.(history.EventStore)
+	var err error
+	switch body := body.(type) {
+	case *nodemgr.HistoryValues:
+		err = st.Append(ctx, body.Values)
+		c.outcome = nodemgr.Outcome{Status: status.Good}
+		c.reply.Body = &c.outcome
+	case *nodemgr.HistoryReadRaw:
+		c.histRaw.Results = resized(c.histRaw.Results, len(body.Items))
+		err = st.ReadRaw(ctx, &history.ReadRawOp{Items: body.Items, Results: c.histRaw.Results})
+		c.reply.Body = &c.histRaw
+	case *nodemgr.HistoryUpdate:
+		c.histItems.Results = resized(c.histItems.Results, len(body.Items))
+		err = st.Update(ctx, &history.UpdateOp{User: body.User, Time: body.Time, Items: body.Items, Results: c.histItems.Results})
+		c.reply.Body = &c.histItems
+	case *nodemgr.HistoryDeleteRaw:
+		c.histItems.Results = resized(c.histItems.Results, len(body.Items))
+		err = st.DeleteRaw(ctx, &history.DeleteRawOp{User: body.User, Time: body.Time, Items: body.Items, Results: c.histItems.Results})
+		c.reply.Body = &c.histItems
+	case *nodemgr.HistoryDeleteAtTime:
+		c.histItems.Results = resized(c.histItems.Results, len(body.Items))
+		err = st.DeleteAtTime(ctx, &history.DeleteAtTimeOp{User: body.User, Time: body.Time, Items: body.Items, Results: c.histItems.Results})
+		c.reply.Body = &c.histItems
+	case *nodemgr.HistoryEvents:
+		if !events {
+			c.reply = *fault(c.req.ID, status.BadServiceUnsupported, "the manager is not a history.EventStore")
+			return
+		}
+		err = ev.AppendEvents(ctx, body.Events)
+		c.outcome = nodemgr.Outcome{Status: status.Good}
+		c.reply.Body = &c.outcome
+	case *nodemgr.HistoryReadEvents:
+		if !events {
+			c.reply = *fault(c.req.ID, status.BadServiceUnsupported, "the manager is not a history.EventStore")
+			return
+		}
+		c.histEvs.Results = resized(c.histEvs.Results, len(body.Items))
+		err = ev.ReadEvents(ctx, &history.ReadEventsOp{Items: body.Items, Results: c.histEvs.Results})
+		c.reply.Body = &c.histEvs
+	}
+	if err != nil {
+		c.reply = *fault(c.req.ID, CodeOf(err), err.Error())
+	}
+	// A store may keep the values and items it was given: the next request of the
+	// kind decodes into a body of its own.
+	c.req.Body = nil
+}
+
+// resized returns s with n zero slots, reusing its memory when it has room.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n || s == nil {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // setup builds the manager from s the first time; later Infos describe it again.

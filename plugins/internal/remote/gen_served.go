@@ -14,19 +14,49 @@ import (
 	"os"
 )
 
-// op is one optional interface of nodemgr a guest may implement.
+// op is one optional interface a guest may implement: its capability and methods.
 type op struct {
-	cap, iface, method, params, args, result string
+	cap     string
+	methods []method
+}
+
+// method is one method of an op's interface and the Manager's method it calls.
+type method struct {
+	name, inner, params, args, result string
+}
+
+// one is an op of one method, which calls the Manager's method of the same name in
+// lower case.
+func one(capability, name, params, args, result string) op {
+	return op{capability, []method{{name, lower(name), params, args, result}}}
 }
 
 var ops = []op{
-	{"CapRead", "Reader", "Read", "ctx context.Context, op *nodemgr.ReadOp, done func()", "ctx, op, done", ""},
-	{"CapWrite", "Writer", "Write", "ctx context.Context, op *nodemgr.WriteOp, done func()", "ctx, op, done", ""},
-	{"CapBrowse", "Browser", "Browse", "ctx context.Context, op *nodemgr.BrowseOp, done func()", "ctx, op, done", ""},
-	{"CapCall", "Caller", "Call", "ctx context.Context, op *nodemgr.CallOp, done func()", "ctx, op, done", ""},
-	{"CapWatch", "Watcher", "Watch", "ctx context.Context, set *nodemgr.WatchSet", "ctx, set", ""},
-	{"CapModels", "Modeler", "Models", "", "", "[]nodemgr.Model"},
+	one("CapRead", "Read", "ctx context.Context, op *nodemgr.ReadOp, done func()", "ctx, op, done", ""),
+	one("CapWrite", "Write", "ctx context.Context, op *nodemgr.WriteOp, done func()", "ctx, op, done", ""),
+	one("CapBrowse", "Browse", "ctx context.Context, op *nodemgr.BrowseOp, done func()", "ctx, op, done", ""),
+	one("CapCall", "Call", "ctx context.Context, op *nodemgr.CallOp, done func()", "ctx, op, done", ""),
+	one("CapWatch", "Watch", "ctx context.Context, set *nodemgr.WatchSet", "ctx, set", ""),
+	one("CapModels", "Models", "", "", "[]nodemgr.Model"),
+	{"CapHistory", []method{
+		{"Append", "appendValues", "ctx context.Context, values []history.Value", "ctx, values", "error"},
+		{"ReadRaw", "readRaw", "ctx context.Context, op *history.ReadRawOp", "ctx, op", "error"},
+		{"Update", "update", "ctx context.Context, op *history.UpdateOp", "ctx, op", "error"},
+		{"DeleteRaw", "deleteRaw", "ctx context.Context, op *history.DeleteRawOp", "ctx, op", "error"},
+		{"DeleteAtTime", "deleteAtTime", "ctx context.Context, op *history.DeleteAtTimeOp", "ctx, op", "error"},
+	}},
+	// Only with CapHistory: an EventStore is an optional capability of a Store.
+	{"CapHistoryEvents", []method{
+		{"AppendEvents", "appendEvents", "ctx context.Context, events []history.Event", "ctx, events", "error"},
+		{"ReadEvents", "readEvents", "ctx context.Context, op *history.ReadEventsOp", "ctx, op", "error"},
+	}},
 }
+
+// historyBit and eventsBit are the bits of CapHistory and CapHistoryEvents in a set.
+const historyBit, eventsBit = 1 << 6, 1 << 7
+
+// valid reports whether a set can be served: events only with history.
+func valid(set int) bool { return set&eventsBit == 0 || set&historyBit != 0 }
 
 func main() {
 	var b bytes.Buffer
@@ -37,23 +67,29 @@ package remote
 import (
 	"context"
 
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 )
 
 `)
 	name := func(set int) string { return fmt.Sprintf("served%02x", set) }
 	for set := range 1 << len(ops) {
+		if !valid(set) {
+			continue
+		}
 		fmt.Fprintf(&b, "// %s serves the operations of bit set %#x (see ops in gen_served.go).\n", name(set), set)
 		fmt.Fprintf(&b, "type %s struct{ *Manager }\n\n", name(set))
 		for i, o := range ops {
 			if set&(1<<i) == 0 {
 				continue
 			}
-			ret := ""
-			if o.result != "" {
-				ret = "return "
+			for _, mt := range o.methods {
+				ret := ""
+				if mt.result != "" {
+					ret = "return "
+				}
+				fmt.Fprintf(&b, "func (s %s) %s(%s) %s { %ss.Manager.%s(%s) }\n", name(set), mt.name, mt.params, mt.result, ret, mt.inner, mt.args)
 			}
-			fmt.Fprintf(&b, "func (s %s) %s(%s) %s { %ss.Manager.%s(%s) }\n", name(set), o.method, o.params, o.result, ret, lower(o.method), o.args)
 		}
 		b.WriteString("\n")
 	}
@@ -61,8 +97,12 @@ import (
 	for i, o := range ops {
 		fmt.Fprintf(&b, "\tif caps&nodemgr.%s != 0 {\n\t\tset |= %d\n\t}\n", o.cap, 1<<i)
 	}
+	fmt.Fprintf(&b, "\tif set&%d != 0 && set&%d == 0 {\n\t\tset &^= %d // an EventStore is a Store's\n\t}\n", eventsBit, historyBit, eventsBit)
 	b.WriteString("\tswitch set {\n")
 	for set := range 1 << len(ops) {
+		if !valid(set) {
+			continue
+		}
 		fmt.Fprintf(&b, "\tcase %d:\n\t\treturn %s{m}\n", set, name(set))
 	}
 	b.WriteString("\t}\n\tpanic(\"unreachable\")\n}\n")

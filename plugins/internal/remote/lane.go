@@ -344,6 +344,12 @@ func clearResults(b nodemgr.Body) {
 		clear(r.Results)
 	case *nodemgr.CallResults:
 		clear(r.Results)
+	case *nodemgr.HistoryRawResults:
+		clear(r.Results)
+	case *nodemgr.HistoryItemResults:
+		clear(r.Results)
+	case *nodemgr.HistoryEventResults:
+		clear(r.Results)
 	}
 }
 

@@ -15,8 +15,11 @@ import (
 // pending is one operation on its way to a guest. Whoever finishes it first (the lane
 // with the reply, the deadline, Close) answers it: finished guards the results.
 type pending struct {
-	ctx      context.Context
-	frame    nodemgr.Frame // the request: Kind and the operation as Body; ID is set per call
+	ctx   context.Context
+	frame nodemgr.Frame // the request: Kind and the operation as Body; ID is set per call
+	// hist receives the reply of a history operation, whose request holds no results
+	// (history.go); nil for the others.
+	hist     histResults
 	done     func()
 	finished atomic.Bool
 	// stop stops the deadline's AfterFunc. It is set before the lanes see p and read
@@ -57,7 +60,11 @@ func (p *pending) expire() {
 
 // fail answers every item of p, which the caller finished, with code.
 func (p *pending) fail(code status.Code) {
-	fill(p.frame.Body, code)
+	if p.hist != nil {
+		p.hist.fill(code)
+	} else {
+		fill(p.frame.Body, code)
+	}
 	p.encoding.Lock()
 	p.encoding.Unlock() //lint:ignore SA2001 an empty critical section: waits for the lane to be through with the request
 	p.done()
@@ -70,7 +77,12 @@ func (p *pending) answer(results nodemgr.Body) bool {
 	if !p.finish() {
 		return false
 	}
-	if !apply(p.frame.Body, results) {
+	switch {
+	case p.hist != nil:
+		if !p.hist.apply(results) {
+			p.hist.fill(status.BadCommunicationError)
+		}
+	case !apply(p.frame.Body, results):
 		fill(p.frame.Body, status.BadCommunicationError)
 	}
 	return true
@@ -130,7 +142,12 @@ func apply(op, results nodemgr.Body) bool {
 // Close, BadNotConnected while no guest is connected, BadResourceUnavailable past
 // MaxOutstanding, BadTimeout when its context has ended.
 func (m *Manager) enqueue(ctx context.Context, kind nodemgr.Kind, op nodemgr.Body, done func()) {
-	p := &pending{ctx: ctx, frame: nodemgr.Frame{Kind: kind, Body: op}, done: done}
+	m.submit(&pending{ctx: ctx, frame: nodemgr.Frame{Kind: kind, Body: op}, done: done})
+}
+
+// submit queues p for the lanes, or answers it at once (enqueue).
+func (m *Manager) submit(p *pending) {
+	ctx := p.ctx
 	if err := ctx.Err(); err != nil {
 		p.end(status.BadTimeout)
 		return

@@ -5,6 +5,7 @@ package remote
 import (
 	"context"
 
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 )
 
@@ -711,6 +712,3718 @@ func (s served3f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
 func (s served3f) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
 func (s served3f) Models() []nodemgr.Model                          { return s.Manager.models() }
 
+// served40 serves the operations of bit set 0x40 (see ops in gen_served.go).
+type served40 struct{ *Manager }
+
+func (s served40) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served40) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served40) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served40) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served40) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served41 serves the operations of bit set 0x41 (see ops in gen_served.go).
+type served41 struct{ *Manager }
+
+func (s served41) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served41) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served41) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served41) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served41) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served41) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served42 serves the operations of bit set 0x42 (see ops in gen_served.go).
+type served42 struct{ *Manager }
+
+func (s served42) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served42) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served42) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served42) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served42) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served42) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served43 serves the operations of bit set 0x43 (see ops in gen_served.go).
+type served43 struct{ *Manager }
+
+func (s served43) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served43) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served43) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served43) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served43) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served43) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served43) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served44 serves the operations of bit set 0x44 (see ops in gen_served.go).
+type served44 struct{ *Manager }
+
+func (s served44) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served44) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served44) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served44) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served44) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served44) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served45 serves the operations of bit set 0x45 (see ops in gen_served.go).
+type served45 struct{ *Manager }
+
+func (s served45) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served45) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served45) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served45) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served45) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served45) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served45) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served46 serves the operations of bit set 0x46 (see ops in gen_served.go).
+type served46 struct{ *Manager }
+
+func (s served46) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served46) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served46) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served46) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served46) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served46) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served46) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served47 serves the operations of bit set 0x47 (see ops in gen_served.go).
+type served47 struct{ *Manager }
+
+func (s served47) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served47) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served47) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served47) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served47) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served47) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served47) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served47) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served48 serves the operations of bit set 0x48 (see ops in gen_served.go).
+type served48 struct{ *Manager }
+
+func (s served48) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served48) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served48) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served48) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served48) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served48) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served49 serves the operations of bit set 0x49 (see ops in gen_served.go).
+type served49 struct{ *Manager }
+
+func (s served49) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served49) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served49) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served49) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served49) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served49) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served49) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served4a serves the operations of bit set 0x4a (see ops in gen_served.go).
+type served4a struct{ *Manager }
+
+func (s served4a) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served4a) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served4a) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served4a) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served4a) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served4a) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served4a) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served4b serves the operations of bit set 0x4b (see ops in gen_served.go).
+type served4b struct{ *Manager }
+
+func (s served4b) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served4b) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served4b) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served4b) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served4b) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served4b) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served4b) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served4b) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served4c serves the operations of bit set 0x4c (see ops in gen_served.go).
+type served4c struct{ *Manager }
+
+func (s served4c) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served4c) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served4c) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served4c) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served4c) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served4c) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served4c) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served4d serves the operations of bit set 0x4d (see ops in gen_served.go).
+type served4d struct{ *Manager }
+
+func (s served4d) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served4d) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served4d) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served4d) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served4d) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served4d) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served4d) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served4d) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served4e serves the operations of bit set 0x4e (see ops in gen_served.go).
+type served4e struct{ *Manager }
+
+func (s served4e) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served4e) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served4e) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served4e) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served4e) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served4e) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served4e) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served4e) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served4f serves the operations of bit set 0x4f (see ops in gen_served.go).
+type served4f struct{ *Manager }
+
+func (s served4f) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served4f) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served4f) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served4f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served4f) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served4f) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served4f) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served4f) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served4f) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served50 serves the operations of bit set 0x50 (see ops in gen_served.go).
+type served50 struct{ *Manager }
+
+func (s served50) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served50) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served50) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served50) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served50) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served50) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served51 serves the operations of bit set 0x51 (see ops in gen_served.go).
+type served51 struct{ *Manager }
+
+func (s served51) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served51) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served51) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served51) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served51) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served51) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served51) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served52 serves the operations of bit set 0x52 (see ops in gen_served.go).
+type served52 struct{ *Manager }
+
+func (s served52) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served52) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served52) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served52) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served52) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served52) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served52) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served53 serves the operations of bit set 0x53 (see ops in gen_served.go).
+type served53 struct{ *Manager }
+
+func (s served53) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served53) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served53) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served53) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served53) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served53) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served53) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served53) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served54 serves the operations of bit set 0x54 (see ops in gen_served.go).
+type served54 struct{ *Manager }
+
+func (s served54) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served54) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served54) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served54) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served54) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served54) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served54) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served55 serves the operations of bit set 0x55 (see ops in gen_served.go).
+type served55 struct{ *Manager }
+
+func (s served55) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served55) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served55) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served55) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served55) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served55) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served55) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served55) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served56 serves the operations of bit set 0x56 (see ops in gen_served.go).
+type served56 struct{ *Manager }
+
+func (s served56) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served56) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served56) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served56) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served56) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served56) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served56) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served56) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served57 serves the operations of bit set 0x57 (see ops in gen_served.go).
+type served57 struct{ *Manager }
+
+func (s served57) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served57) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served57) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served57) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served57) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served57) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served57) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served57) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served57) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served58 serves the operations of bit set 0x58 (see ops in gen_served.go).
+type served58 struct{ *Manager }
+
+func (s served58) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served58) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served58) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served58) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served58) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served58) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served58) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served59 serves the operations of bit set 0x59 (see ops in gen_served.go).
+type served59 struct{ *Manager }
+
+func (s served59) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served59) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served59) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served59) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served59) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served59) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served59) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served59) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served5a serves the operations of bit set 0x5a (see ops in gen_served.go).
+type served5a struct{ *Manager }
+
+func (s served5a) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served5a) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served5a) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served5a) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served5a) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served5a) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served5a) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served5a) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served5b serves the operations of bit set 0x5b (see ops in gen_served.go).
+type served5b struct{ *Manager }
+
+func (s served5b) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served5b) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served5b) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served5b) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served5b) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served5b) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served5b) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served5b) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served5b) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served5c serves the operations of bit set 0x5c (see ops in gen_served.go).
+type served5c struct{ *Manager }
+
+func (s served5c) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served5c) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served5c) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served5c) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served5c) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served5c) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served5c) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served5c) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served5d serves the operations of bit set 0x5d (see ops in gen_served.go).
+type served5d struct{ *Manager }
+
+func (s served5d) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served5d) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served5d) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served5d) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served5d) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served5d) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served5d) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served5d) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served5d) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served5e serves the operations of bit set 0x5e (see ops in gen_served.go).
+type served5e struct{ *Manager }
+
+func (s served5e) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served5e) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served5e) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served5e) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served5e) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served5e) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served5e) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served5e) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served5e) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served5f serves the operations of bit set 0x5f (see ops in gen_served.go).
+type served5f struct{ *Manager }
+
+func (s served5f) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served5f) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served5f) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served5f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served5f) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served5f) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served5f) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served5f) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served5f) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served5f) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served60 serves the operations of bit set 0x60 (see ops in gen_served.go).
+type served60 struct{ *Manager }
+
+func (s served60) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served60) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served60) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served60) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served60) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served60) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served61 serves the operations of bit set 0x61 (see ops in gen_served.go).
+type served61 struct{ *Manager }
+
+func (s served61) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served61) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served61) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served61) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served61) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served61) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served61) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served62 serves the operations of bit set 0x62 (see ops in gen_served.go).
+type served62 struct{ *Manager }
+
+func (s served62) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served62) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served62) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served62) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served62) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served62) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served62) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served63 serves the operations of bit set 0x63 (see ops in gen_served.go).
+type served63 struct{ *Manager }
+
+func (s served63) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served63) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served63) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served63) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served63) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served63) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served63) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served63) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served64 serves the operations of bit set 0x64 (see ops in gen_served.go).
+type served64 struct{ *Manager }
+
+func (s served64) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served64) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served64) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served64) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served64) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served64) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served64) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served65 serves the operations of bit set 0x65 (see ops in gen_served.go).
+type served65 struct{ *Manager }
+
+func (s served65) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served65) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served65) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served65) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served65) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served65) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served65) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served65) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served66 serves the operations of bit set 0x66 (see ops in gen_served.go).
+type served66 struct{ *Manager }
+
+func (s served66) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served66) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served66) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served66) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served66) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served66) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served66) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served66) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served67 serves the operations of bit set 0x67 (see ops in gen_served.go).
+type served67 struct{ *Manager }
+
+func (s served67) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served67) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served67) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served67) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served67) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served67) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served67) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served67) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served67) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served68 serves the operations of bit set 0x68 (see ops in gen_served.go).
+type served68 struct{ *Manager }
+
+func (s served68) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served68) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served68) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served68) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served68) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served68) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served68) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served69 serves the operations of bit set 0x69 (see ops in gen_served.go).
+type served69 struct{ *Manager }
+
+func (s served69) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served69) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served69) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served69) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served69) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served69) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served69) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served69) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served6a serves the operations of bit set 0x6a (see ops in gen_served.go).
+type served6a struct{ *Manager }
+
+func (s served6a) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served6a) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served6a) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served6a) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served6a) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served6a) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served6a) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served6a) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served6b serves the operations of bit set 0x6b (see ops in gen_served.go).
+type served6b struct{ *Manager }
+
+func (s served6b) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served6b) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served6b) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served6b) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served6b) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served6b) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served6b) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served6b) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served6b) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served6c serves the operations of bit set 0x6c (see ops in gen_served.go).
+type served6c struct{ *Manager }
+
+func (s served6c) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served6c) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served6c) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served6c) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served6c) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served6c) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served6c) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served6c) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served6d serves the operations of bit set 0x6d (see ops in gen_served.go).
+type served6d struct{ *Manager }
+
+func (s served6d) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served6d) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served6d) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served6d) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served6d) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served6d) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served6d) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served6d) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served6d) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served6e serves the operations of bit set 0x6e (see ops in gen_served.go).
+type served6e struct{ *Manager }
+
+func (s served6e) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served6e) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served6e) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served6e) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served6e) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served6e) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served6e) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served6e) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served6e) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served6f serves the operations of bit set 0x6f (see ops in gen_served.go).
+type served6f struct{ *Manager }
+
+func (s served6f) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served6f) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served6f) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served6f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served6f) Models() []nodemgr.Model { return s.Manager.models() }
+func (s served6f) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served6f) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served6f) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served6f) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served6f) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served70 serves the operations of bit set 0x70 (see ops in gen_served.go).
+type served70 struct{ *Manager }
+
+func (s served70) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served70) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served70) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served70) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served70) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served70) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served70) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served71 serves the operations of bit set 0x71 (see ops in gen_served.go).
+type served71 struct{ *Manager }
+
+func (s served71) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served71) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served71) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served71) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served71) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served71) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served71) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served71) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served72 serves the operations of bit set 0x72 (see ops in gen_served.go).
+type served72 struct{ *Manager }
+
+func (s served72) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served72) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served72) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served72) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served72) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served72) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served72) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served72) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served73 serves the operations of bit set 0x73 (see ops in gen_served.go).
+type served73 struct{ *Manager }
+
+func (s served73) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served73) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served73) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served73) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served73) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served73) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served73) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served73) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served73) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served74 serves the operations of bit set 0x74 (see ops in gen_served.go).
+type served74 struct{ *Manager }
+
+func (s served74) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served74) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served74) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served74) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served74) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served74) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served74) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served74) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served75 serves the operations of bit set 0x75 (see ops in gen_served.go).
+type served75 struct{ *Manager }
+
+func (s served75) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served75) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served75) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served75) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served75) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served75) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served75) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served75) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served75) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served76 serves the operations of bit set 0x76 (see ops in gen_served.go).
+type served76 struct{ *Manager }
+
+func (s served76) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served76) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served76) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served76) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served76) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served76) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served76) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served76) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served76) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served77 serves the operations of bit set 0x77 (see ops in gen_served.go).
+type served77 struct{ *Manager }
+
+func (s served77) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served77) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served77) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served77) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served77) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served77) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served77) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served77) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served77) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served77) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served78 serves the operations of bit set 0x78 (see ops in gen_served.go).
+type served78 struct{ *Manager }
+
+func (s served78) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served78) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served78) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served78) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served78) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served78) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served78) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served78) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served79 serves the operations of bit set 0x79 (see ops in gen_served.go).
+type served79 struct{ *Manager }
+
+func (s served79) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served79) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served79) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served79) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served79) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served79) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served79) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served79) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served79) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served7a serves the operations of bit set 0x7a (see ops in gen_served.go).
+type served7a struct{ *Manager }
+
+func (s served7a) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served7a) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served7a) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served7a) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served7a) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served7a) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served7a) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served7a) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served7a) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served7b serves the operations of bit set 0x7b (see ops in gen_served.go).
+type served7b struct{ *Manager }
+
+func (s served7b) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served7b) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served7b) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served7b) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served7b) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served7b) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served7b) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served7b) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served7b) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served7b) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served7c serves the operations of bit set 0x7c (see ops in gen_served.go).
+type served7c struct{ *Manager }
+
+func (s served7c) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served7c) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served7c) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served7c) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served7c) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served7c) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served7c) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served7c) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served7c) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served7d serves the operations of bit set 0x7d (see ops in gen_served.go).
+type served7d struct{ *Manager }
+
+func (s served7d) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served7d) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served7d) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served7d) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served7d) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served7d) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served7d) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served7d) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served7d) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served7d) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served7e serves the operations of bit set 0x7e (see ops in gen_served.go).
+type served7e struct{ *Manager }
+
+func (s served7e) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served7e) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served7e) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served7e) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served7e) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served7e) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served7e) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served7e) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served7e) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served7e) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// served7f serves the operations of bit set 0x7f (see ops in gen_served.go).
+type served7f struct{ *Manager }
+
+func (s served7f) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s served7f) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s served7f) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s served7f) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s served7f) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s served7f) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s served7f) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s served7f) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s served7f) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s served7f) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s served7f) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+
+// servedc0 serves the operations of bit set 0xc0 (see ops in gen_served.go).
+type servedc0 struct{ *Manager }
+
+func (s servedc0) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc0) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc0) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc0) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc0) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc0) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc0) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc1 serves the operations of bit set 0xc1 (see ops in gen_served.go).
+type servedc1 struct{ *Manager }
+
+func (s servedc1) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedc1) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc1) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc1) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc1) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc1) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc1) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc1) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc2 serves the operations of bit set 0xc2 (see ops in gen_served.go).
+type servedc2 struct{ *Manager }
+
+func (s servedc2) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedc2) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc2) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc2) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc2) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc2) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc2) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc2) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc3 serves the operations of bit set 0xc3 (see ops in gen_served.go).
+type servedc3 struct{ *Manager }
+
+func (s servedc3) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedc3) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedc3) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc3) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc3) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc3) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc3) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc3) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc3) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc4 serves the operations of bit set 0xc4 (see ops in gen_served.go).
+type servedc4 struct{ *Manager }
+
+func (s servedc4) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedc4) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc4) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc4) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc4) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc4) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc4) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc4) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc5 serves the operations of bit set 0xc5 (see ops in gen_served.go).
+type servedc5 struct{ *Manager }
+
+func (s servedc5) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedc5) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedc5) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc5) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc5) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc5) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc5) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc5) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc5) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc6 serves the operations of bit set 0xc6 (see ops in gen_served.go).
+type servedc6 struct{ *Manager }
+
+func (s servedc6) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedc6) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedc6) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc6) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc6) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc6) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc6) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc6) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc6) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc7 serves the operations of bit set 0xc7 (see ops in gen_served.go).
+type servedc7 struct{ *Manager }
+
+func (s servedc7) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedc7) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedc7) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedc7) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc7) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc7) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc7) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc7) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc7) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc7) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc8 serves the operations of bit set 0xc8 (see ops in gen_served.go).
+type servedc8 struct{ *Manager }
+
+func (s servedc8) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedc8) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc8) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc8) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc8) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc8) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc8) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc8) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedc9 serves the operations of bit set 0xc9 (see ops in gen_served.go).
+type servedc9 struct{ *Manager }
+
+func (s servedc9) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedc9) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedc9) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedc9) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedc9) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedc9) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedc9) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedc9) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedc9) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedca serves the operations of bit set 0xca (see ops in gen_served.go).
+type servedca struct{ *Manager }
+
+func (s servedca) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedca) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedca) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedca) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedca) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedca) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedca) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedca) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedca) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedcb serves the operations of bit set 0xcb (see ops in gen_served.go).
+type servedcb struct{ *Manager }
+
+func (s servedcb) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedcb) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedcb) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedcb) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedcb) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedcb) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedcb) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedcb) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedcb) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedcb) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedcc serves the operations of bit set 0xcc (see ops in gen_served.go).
+type servedcc struct{ *Manager }
+
+func (s servedcc) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedcc) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedcc) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedcc) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedcc) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedcc) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedcc) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedcc) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedcc) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedcd serves the operations of bit set 0xcd (see ops in gen_served.go).
+type servedcd struct{ *Manager }
+
+func (s servedcd) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedcd) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedcd) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedcd) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedcd) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedcd) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedcd) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedcd) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedcd) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedcd) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedce serves the operations of bit set 0xce (see ops in gen_served.go).
+type servedce struct{ *Manager }
+
+func (s servedce) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedce) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedce) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedce) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedce) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedce) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedce) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedce) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedce) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedce) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedcf serves the operations of bit set 0xcf (see ops in gen_served.go).
+type servedcf struct{ *Manager }
+
+func (s servedcf) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedcf) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedcf) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedcf) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedcf) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedcf) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedcf) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedcf) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedcf) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedcf) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedcf) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd0 serves the operations of bit set 0xd0 (see ops in gen_served.go).
+type servedd0 struct{ *Manager }
+
+func (s servedd0) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd0) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd0) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd0) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd0) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd0) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd0) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd0) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd1 serves the operations of bit set 0xd1 (see ops in gen_served.go).
+type servedd1 struct{ *Manager }
+
+func (s servedd1) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedd1) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd1) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd1) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd1) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd1) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd1) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd1) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd1) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd2 serves the operations of bit set 0xd2 (see ops in gen_served.go).
+type servedd2 struct{ *Manager }
+
+func (s servedd2) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedd2) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd2) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd2) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd2) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd2) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd2) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd2) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd2) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd3 serves the operations of bit set 0xd3 (see ops in gen_served.go).
+type servedd3 struct{ *Manager }
+
+func (s servedd3) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedd3) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedd3) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd3) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd3) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd3) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd3) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd3) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd3) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd3) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd4 serves the operations of bit set 0xd4 (see ops in gen_served.go).
+type servedd4 struct{ *Manager }
+
+func (s servedd4) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedd4) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd4) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd4) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd4) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd4) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd4) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd4) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd4) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd5 serves the operations of bit set 0xd5 (see ops in gen_served.go).
+type servedd5 struct{ *Manager }
+
+func (s servedd5) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedd5) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedd5) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd5) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd5) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd5) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd5) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd5) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd5) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd5) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd6 serves the operations of bit set 0xd6 (see ops in gen_served.go).
+type servedd6 struct{ *Manager }
+
+func (s servedd6) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedd6) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedd6) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd6) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd6) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd6) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd6) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd6) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd6) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd6) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd7 serves the operations of bit set 0xd7 (see ops in gen_served.go).
+type servedd7 struct{ *Manager }
+
+func (s servedd7) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedd7) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedd7) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedd7) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd7) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd7) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd7) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd7) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd7) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd7) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd7) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd8 serves the operations of bit set 0xd8 (see ops in gen_served.go).
+type servedd8 struct{ *Manager }
+
+func (s servedd8) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedd8) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd8) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd8) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd8) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd8) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd8) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd8) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd8) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedd9 serves the operations of bit set 0xd9 (see ops in gen_served.go).
+type servedd9 struct{ *Manager }
+
+func (s servedd9) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedd9) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedd9) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedd9) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedd9) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedd9) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedd9) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedd9) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedd9) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedd9) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedda serves the operations of bit set 0xda (see ops in gen_served.go).
+type servedda struct{ *Manager }
+
+func (s servedda) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedda) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedda) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedda) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedda) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedda) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedda) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedda) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedda) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedda) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// serveddb serves the operations of bit set 0xdb (see ops in gen_served.go).
+type serveddb struct{ *Manager }
+
+func (s serveddb) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s serveddb) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s serveddb) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s serveddb) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s serveddb) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s serveddb) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s serveddb) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s serveddb) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s serveddb) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s serveddb) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s serveddb) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// serveddc serves the operations of bit set 0xdc (see ops in gen_served.go).
+type serveddc struct{ *Manager }
+
+func (s serveddc) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s serveddc) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s serveddc) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s serveddc) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s serveddc) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s serveddc) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s serveddc) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s serveddc) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s serveddc) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s serveddc) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// serveddd serves the operations of bit set 0xdd (see ops in gen_served.go).
+type serveddd struct{ *Manager }
+
+func (s serveddd) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s serveddd) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s serveddd) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s serveddd) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s serveddd) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s serveddd) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s serveddd) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s serveddd) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s serveddd) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s serveddd) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s serveddd) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedde serves the operations of bit set 0xde (see ops in gen_served.go).
+type servedde struct{ *Manager }
+
+func (s servedde) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedde) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedde) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedde) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedde) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedde) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedde) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedde) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedde) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedde) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedde) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// serveddf serves the operations of bit set 0xdf (see ops in gen_served.go).
+type serveddf struct{ *Manager }
+
+func (s serveddf) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s serveddf) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s serveddf) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s serveddf) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s serveddf) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s serveddf) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s serveddf) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s serveddf) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s serveddf) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s serveddf) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s serveddf) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s serveddf) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede0 serves the operations of bit set 0xe0 (see ops in gen_served.go).
+type servede0 struct{ *Manager }
+
+func (s servede0) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede0) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede0) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede0) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede0) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede0) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede0) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede0) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede1 serves the operations of bit set 0xe1 (see ops in gen_served.go).
+type servede1 struct{ *Manager }
+
+func (s servede1) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servede1) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede1) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede1) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede1) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede1) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede1) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede1) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede1) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede2 serves the operations of bit set 0xe2 (see ops in gen_served.go).
+type servede2 struct{ *Manager }
+
+func (s servede2) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servede2) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede2) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede2) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede2) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede2) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede2) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede2) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede2) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede3 serves the operations of bit set 0xe3 (see ops in gen_served.go).
+type servede3 struct{ *Manager }
+
+func (s servede3) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servede3) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servede3) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede3) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede3) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede3) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede3) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede3) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede3) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede3) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede4 serves the operations of bit set 0xe4 (see ops in gen_served.go).
+type servede4 struct{ *Manager }
+
+func (s servede4) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servede4) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede4) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede4) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede4) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede4) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede4) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede4) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede4) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede5 serves the operations of bit set 0xe5 (see ops in gen_served.go).
+type servede5 struct{ *Manager }
+
+func (s servede5) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servede5) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servede5) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede5) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede5) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede5) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede5) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede5) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede5) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede5) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede6 serves the operations of bit set 0xe6 (see ops in gen_served.go).
+type servede6 struct{ *Manager }
+
+func (s servede6) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servede6) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servede6) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede6) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede6) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede6) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede6) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede6) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede6) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede6) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede7 serves the operations of bit set 0xe7 (see ops in gen_served.go).
+type servede7 struct{ *Manager }
+
+func (s servede7) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servede7) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servede7) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servede7) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede7) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede7) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede7) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede7) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede7) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede7) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede7) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede8 serves the operations of bit set 0xe8 (see ops in gen_served.go).
+type servede8 struct{ *Manager }
+
+func (s servede8) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servede8) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede8) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede8) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede8) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede8) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede8) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede8) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede8) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servede9 serves the operations of bit set 0xe9 (see ops in gen_served.go).
+type servede9 struct{ *Manager }
+
+func (s servede9) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servede9) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servede9) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servede9) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servede9) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servede9) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servede9) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servede9) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servede9) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servede9) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedea serves the operations of bit set 0xea (see ops in gen_served.go).
+type servedea struct{ *Manager }
+
+func (s servedea) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedea) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedea) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servedea) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedea) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedea) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedea) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedea) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedea) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedea) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedeb serves the operations of bit set 0xeb (see ops in gen_served.go).
+type servedeb struct{ *Manager }
+
+func (s servedeb) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedeb) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedeb) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedeb) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servedeb) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedeb) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedeb) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedeb) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedeb) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedeb) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedeb) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedec serves the operations of bit set 0xec (see ops in gen_served.go).
+type servedec struct{ *Manager }
+
+func (s servedec) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedec) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedec) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servedec) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedec) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedec) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedec) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedec) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedec) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedec) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// serveded serves the operations of bit set 0xed (see ops in gen_served.go).
+type serveded struct{ *Manager }
+
+func (s serveded) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s serveded) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s serveded) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s serveded) Models() []nodemgr.Model { return s.Manager.models() }
+func (s serveded) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s serveded) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s serveded) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s serveded) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s serveded) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s serveded) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s serveded) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedee serves the operations of bit set 0xee (see ops in gen_served.go).
+type servedee struct{ *Manager }
+
+func (s servedee) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedee) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedee) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedee) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servedee) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedee) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedee) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedee) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedee) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedee) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedee) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedef serves the operations of bit set 0xef (see ops in gen_served.go).
+type servedef struct{ *Manager }
+
+func (s servedef) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedef) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedef) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedef) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedef) Models() []nodemgr.Model { return s.Manager.models() }
+func (s servedef) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedef) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedef) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedef) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedef) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedef) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedef) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf0 serves the operations of bit set 0xf0 (see ops in gen_served.go).
+type servedf0 struct{ *Manager }
+
+func (s servedf0) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf0) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf0) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf0) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf0) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf0) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf0) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf0) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf0) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf1 serves the operations of bit set 0xf1 (see ops in gen_served.go).
+type servedf1 struct{ *Manager }
+
+func (s servedf1) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedf1) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf1) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf1) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf1) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf1) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf1) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf1) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf1) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf1) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf2 serves the operations of bit set 0xf2 (see ops in gen_served.go).
+type servedf2 struct{ *Manager }
+
+func (s servedf2) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedf2) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf2) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf2) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf2) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf2) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf2) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf2) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf2) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf2) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf3 serves the operations of bit set 0xf3 (see ops in gen_served.go).
+type servedf3 struct{ *Manager }
+
+func (s servedf3) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedf3) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedf3) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf3) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf3) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf3) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf3) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf3) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf3) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf3) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf3) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf4 serves the operations of bit set 0xf4 (see ops in gen_served.go).
+type servedf4 struct{ *Manager }
+
+func (s servedf4) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedf4) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf4) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf4) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf4) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf4) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf4) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf4) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf4) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf4) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf5 serves the operations of bit set 0xf5 (see ops in gen_served.go).
+type servedf5 struct{ *Manager }
+
+func (s servedf5) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedf5) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedf5) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf5) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf5) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf5) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf5) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf5) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf5) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf5) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf5) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf6 serves the operations of bit set 0xf6 (see ops in gen_served.go).
+type servedf6 struct{ *Manager }
+
+func (s servedf6) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedf6) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedf6) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf6) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf6) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf6) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf6) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf6) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf6) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf6) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf6) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf7 serves the operations of bit set 0xf7 (see ops in gen_served.go).
+type servedf7 struct{ *Manager }
+
+func (s servedf7) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedf7) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedf7) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedf7) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf7) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf7) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf7) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf7) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf7) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf7) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf7) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf7) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf8 serves the operations of bit set 0xf8 (see ops in gen_served.go).
+type servedf8 struct{ *Manager }
+
+func (s servedf8) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedf8) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf8) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf8) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf8) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf8) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf8) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf8) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf8) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf8) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedf9 serves the operations of bit set 0xf9 (see ops in gen_served.go).
+type servedf9 struct{ *Manager }
+
+func (s servedf9) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedf9) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedf9) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedf9) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedf9) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedf9) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedf9) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedf9) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedf9) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedf9) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedf9) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedfa serves the operations of bit set 0xfa (see ops in gen_served.go).
+type servedfa struct{ *Manager }
+
+func (s servedfa) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedfa) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedfa) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedfa) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedfa) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedfa) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedfa) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedfa) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedfa) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedfa) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedfa) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedfb serves the operations of bit set 0xfb (see ops in gen_served.go).
+type servedfb struct{ *Manager }
+
+func (s servedfb) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedfb) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedfb) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedfb) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedfb) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedfb) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedfb) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedfb) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedfb) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedfb) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedfb) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedfb) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedfc serves the operations of bit set 0xfc (see ops in gen_served.go).
+type servedfc struct{ *Manager }
+
+func (s servedfc) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedfc) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedfc) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedfc) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedfc) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedfc) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedfc) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedfc) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedfc) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedfc) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedfc) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedfd serves the operations of bit set 0xfd (see ops in gen_served.go).
+type servedfd struct{ *Manager }
+
+func (s servedfd) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedfd) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedfd) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedfd) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedfd) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedfd) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedfd) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedfd) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedfd) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedfd) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedfd) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedfd) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedfe serves the operations of bit set 0xfe (see ops in gen_served.go).
+type servedfe struct{ *Manager }
+
+func (s servedfe) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedfe) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedfe) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedfe) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedfe) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedfe) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedfe) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedfe) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedfe) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedfe) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedfe) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedfe) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
+// servedff serves the operations of bit set 0xff (see ops in gen_served.go).
+type servedff struct{ *Manager }
+
+func (s servedff) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	s.Manager.read(ctx, op, done)
+}
+func (s servedff) Write(ctx context.Context, op *nodemgr.WriteOp, done func()) {
+	s.Manager.write(ctx, op, done)
+}
+func (s servedff) Browse(ctx context.Context, op *nodemgr.BrowseOp, done func()) {
+	s.Manager.browse(ctx, op, done)
+}
+func (s servedff) Call(ctx context.Context, op *nodemgr.CallOp, done func()) {
+	s.Manager.call(ctx, op, done)
+}
+func (s servedff) Watch(ctx context.Context, set *nodemgr.WatchSet) { s.Manager.watch(ctx, set) }
+func (s servedff) Models() []nodemgr.Model                          { return s.Manager.models() }
+func (s servedff) Append(ctx context.Context, values []history.Value) error {
+	return s.Manager.appendValues(ctx, values)
+}
+func (s servedff) ReadRaw(ctx context.Context, op *history.ReadRawOp) error {
+	return s.Manager.readRaw(ctx, op)
+}
+func (s servedff) Update(ctx context.Context, op *history.UpdateOp) error {
+	return s.Manager.update(ctx, op)
+}
+func (s servedff) DeleteRaw(ctx context.Context, op *history.DeleteRawOp) error {
+	return s.Manager.deleteRaw(ctx, op)
+}
+func (s servedff) DeleteAtTime(ctx context.Context, op *history.DeleteAtTimeOp) error {
+	return s.Manager.deleteAtTime(ctx, op)
+}
+func (s servedff) AppendEvents(ctx context.Context, events []history.Event) error {
+	return s.Manager.appendEvents(ctx, events)
+}
+func (s servedff) ReadEvents(ctx context.Context, op *history.ReadEventsOp) error {
+	return s.Manager.readEvents(ctx, op)
+}
+
 // served returns the manager with exactly the operations of caps.
 func served(m *Manager, caps nodemgr.Capabilities) nodemgr.Manager {
 	set := 0
@@ -731,6 +4444,15 @@ func served(m *Manager, caps nodemgr.Capabilities) nodemgr.Manager {
 	}
 	if caps&nodemgr.CapModels != 0 {
 		set |= 32
+	}
+	if caps&nodemgr.CapHistory != 0 {
+		set |= 64
+	}
+	if caps&nodemgr.CapHistoryEvents != 0 {
+		set |= 128
+	}
+	if set&128 != 0 && set&64 == 0 {
+		set &^= 128 // an EventStore is a Store's
 	}
 	switch set {
 	case 0:
@@ -861,6 +4583,262 @@ func served(m *Manager, caps nodemgr.Capabilities) nodemgr.Manager {
 		return served3e{m}
 	case 63:
 		return served3f{m}
+	case 64:
+		return served40{m}
+	case 65:
+		return served41{m}
+	case 66:
+		return served42{m}
+	case 67:
+		return served43{m}
+	case 68:
+		return served44{m}
+	case 69:
+		return served45{m}
+	case 70:
+		return served46{m}
+	case 71:
+		return served47{m}
+	case 72:
+		return served48{m}
+	case 73:
+		return served49{m}
+	case 74:
+		return served4a{m}
+	case 75:
+		return served4b{m}
+	case 76:
+		return served4c{m}
+	case 77:
+		return served4d{m}
+	case 78:
+		return served4e{m}
+	case 79:
+		return served4f{m}
+	case 80:
+		return served50{m}
+	case 81:
+		return served51{m}
+	case 82:
+		return served52{m}
+	case 83:
+		return served53{m}
+	case 84:
+		return served54{m}
+	case 85:
+		return served55{m}
+	case 86:
+		return served56{m}
+	case 87:
+		return served57{m}
+	case 88:
+		return served58{m}
+	case 89:
+		return served59{m}
+	case 90:
+		return served5a{m}
+	case 91:
+		return served5b{m}
+	case 92:
+		return served5c{m}
+	case 93:
+		return served5d{m}
+	case 94:
+		return served5e{m}
+	case 95:
+		return served5f{m}
+	case 96:
+		return served60{m}
+	case 97:
+		return served61{m}
+	case 98:
+		return served62{m}
+	case 99:
+		return served63{m}
+	case 100:
+		return served64{m}
+	case 101:
+		return served65{m}
+	case 102:
+		return served66{m}
+	case 103:
+		return served67{m}
+	case 104:
+		return served68{m}
+	case 105:
+		return served69{m}
+	case 106:
+		return served6a{m}
+	case 107:
+		return served6b{m}
+	case 108:
+		return served6c{m}
+	case 109:
+		return served6d{m}
+	case 110:
+		return served6e{m}
+	case 111:
+		return served6f{m}
+	case 112:
+		return served70{m}
+	case 113:
+		return served71{m}
+	case 114:
+		return served72{m}
+	case 115:
+		return served73{m}
+	case 116:
+		return served74{m}
+	case 117:
+		return served75{m}
+	case 118:
+		return served76{m}
+	case 119:
+		return served77{m}
+	case 120:
+		return served78{m}
+	case 121:
+		return served79{m}
+	case 122:
+		return served7a{m}
+	case 123:
+		return served7b{m}
+	case 124:
+		return served7c{m}
+	case 125:
+		return served7d{m}
+	case 126:
+		return served7e{m}
+	case 127:
+		return served7f{m}
+	case 192:
+		return servedc0{m}
+	case 193:
+		return servedc1{m}
+	case 194:
+		return servedc2{m}
+	case 195:
+		return servedc3{m}
+	case 196:
+		return servedc4{m}
+	case 197:
+		return servedc5{m}
+	case 198:
+		return servedc6{m}
+	case 199:
+		return servedc7{m}
+	case 200:
+		return servedc8{m}
+	case 201:
+		return servedc9{m}
+	case 202:
+		return servedca{m}
+	case 203:
+		return servedcb{m}
+	case 204:
+		return servedcc{m}
+	case 205:
+		return servedcd{m}
+	case 206:
+		return servedce{m}
+	case 207:
+		return servedcf{m}
+	case 208:
+		return servedd0{m}
+	case 209:
+		return servedd1{m}
+	case 210:
+		return servedd2{m}
+	case 211:
+		return servedd3{m}
+	case 212:
+		return servedd4{m}
+	case 213:
+		return servedd5{m}
+	case 214:
+		return servedd6{m}
+	case 215:
+		return servedd7{m}
+	case 216:
+		return servedd8{m}
+	case 217:
+		return servedd9{m}
+	case 218:
+		return servedda{m}
+	case 219:
+		return serveddb{m}
+	case 220:
+		return serveddc{m}
+	case 221:
+		return serveddd{m}
+	case 222:
+		return servedde{m}
+	case 223:
+		return serveddf{m}
+	case 224:
+		return servede0{m}
+	case 225:
+		return servede1{m}
+	case 226:
+		return servede2{m}
+	case 227:
+		return servede3{m}
+	case 228:
+		return servede4{m}
+	case 229:
+		return servede5{m}
+	case 230:
+		return servede6{m}
+	case 231:
+		return servede7{m}
+	case 232:
+		return servede8{m}
+	case 233:
+		return servede9{m}
+	case 234:
+		return servedea{m}
+	case 235:
+		return servedeb{m}
+	case 236:
+		return servedec{m}
+	case 237:
+		return serveded{m}
+	case 238:
+		return servedee{m}
+	case 239:
+		return servedef{m}
+	case 240:
+		return servedf0{m}
+	case 241:
+		return servedf1{m}
+	case 242:
+		return servedf2{m}
+	case 243:
+		return servedf3{m}
+	case 244:
+		return servedf4{m}
+	case 245:
+		return servedf5{m}
+	case 246:
+		return servedf6{m}
+	case 247:
+		return servedf7{m}
+	case 248:
+		return servedf8{m}
+	case 249:
+		return servedf9{m}
+	case 250:
+		return servedfa{m}
+	case 251:
+		return servedfb{m}
+	case 252:
+		return servedfc{m}
+	case 253:
+		return servedfd{m}
+	case 254:
+		return servedfe{m}
+	case 255:
+		return servedff{m}
 	}
 	panic("unreachable")
 }

@@ -18,6 +18,9 @@
 //	env:NAME   answers the environment variable NAME, BadNotFound when unset
 //	file:PATH  answers the file's contents as a String, BadNotFound when unreadable
 //
+// With "history": true the manager is also a historian: a history.Store and EventStore
+// in memory.
+//
 // A Write to any known node pushes its value as a DataChange and emits an event about
 // the node, then answers Good. The module also exports bench_hash and bench_loop for
 // the host's benchmarks of compute-heavy guests.
@@ -34,6 +37,7 @@ import (
 	"unsafe"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/plugins/sdk/wasm"
@@ -44,7 +48,14 @@ func init() { wasm.Register(newManager) }
 func main() {}
 
 type options struct {
-	Nodes map[string]string `json:"nodes"`
+	Nodes   map[string]string `json:"nodes"`
+	History bool              `json:"history"`
+}
+
+// historian is the manager with a history store of its own.
+type historian struct {
+	*manager
+	*history.Memory
 }
 
 type manager struct {
@@ -61,7 +72,11 @@ func newManager(s nodemgr.Setup) (nodemgr.Manager, error) {
 			return nil, fmt.Errorf("options: %w", err)
 		}
 	}
-	return &manager{ns: s.NamespaceURI, nodes: o.Nodes}, nil
+	m := &manager{ns: s.NamespaceURI, nodes: o.Nodes}
+	if o.History {
+		return &historian{m, history.NewMemory(history.MemoryLimits{PerNode: 10_000, Total: 100_000, EventsPerNotifier: 100})}, nil
+	}
+	return m, nil
 }
 
 func (m *manager) Namespaces() []string { return []string{m.ns} }

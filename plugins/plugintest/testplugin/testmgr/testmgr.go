@@ -10,7 +10,9 @@
 //
 // A Call of the method "exit" exits the process with status 3. As a Watcher it pushes
 // a DataChange of every watched node every PushEvery. At Start it logs one line at
-// each level, with attributes, and writes a raw line to stderr.
+// each level, with attributes, and writes a raw line to stderr. With the option
+// History it is a historian (Historian): a history store in memory, its nodes variables
+// whose history anyone may read and write.
 package testmgr
 
 import (
@@ -24,8 +26,11 @@ import (
 	"time"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
+	"uastack.dev/pkg/ua"
+	"uastack.dev/pkg/ua/attr"
 )
 
 // Options are the test plugin's options (Setup.Options, JSON).
@@ -34,6 +39,8 @@ type Options struct {
 	FailSetup string `json:"failSetup,omitempty"`
 	// PushEveryMs is the interval of the pushes of watched nodes; zero means 50.
 	PushEveryMs int `json:"pushEveryMs,omitempty"`
+	// History makes the manager a historian: a history.Store and EventStore in memory.
+	History bool `json:"history,omitempty"`
 }
 
 // New builds the manager from its Setup (an sdk.Factory).
@@ -51,7 +58,40 @@ func New(s nodemgr.Setup) (nodemgr.Manager, error) {
 	if o.PushEveryMs > 0 {
 		every = time.Duration(o.PushEveryMs) * time.Millisecond
 	}
-	return &Manager{ns: s.NamespaceURI, every: every, watched: map[nodemgr.WatchKey]bool{}}, nil
+	m := &Manager{ns: s.NamespaceURI, every: every, watched: map[nodemgr.WatchKey]bool{}}
+	if o.History {
+		return &Historian{m, history.NewMemory(history.MemoryLimits{PerNode: 100_000, Total: 1_000_000, EventsPerNotifier: 1000})}, nil
+	}
+	return m, nil
+}
+
+// Historian is the manager with a history store of its own. Its nodes are variables
+// whose history everyone may read and write.
+type Historian struct {
+	*Manager
+	*history.Memory
+}
+
+// Read answers the NodeClass, AccessLevel and UserAccessLevel the server's history
+// checks read; other attributes as the Manager does.
+func (h *Historian) Read(ctx context.Context, op *nodemgr.ReadOp, done func()) {
+	const access = ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeHistoryRead | ua.AccessLevelTypeHistoryWrite
+	for _, it := range op.Items {
+		switch attr.ID(it.AttributeId) {
+		case attr.NodeClass, attr.AccessLevel, attr.UserAccessLevel:
+		default:
+			h.Manager.Read(ctx, op, done)
+			return
+		}
+	}
+	for i, it := range op.Items {
+		v := codec.ByteVariant(byte(access))
+		if attr.ID(it.AttributeId) == attr.NodeClass {
+			v = codec.Int32Variant(int32(ua.NodeClassVariable))
+		}
+		op.Results[i] = codec.DataValue{Value: v}
+	}
+	done()
 }
 
 // Manager is the test plugin's manager.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"uastack.dev/pkg/codec"
+	"uastack.dev/pkg/history"
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
@@ -22,6 +23,10 @@ type owner struct {
 	writer  nodemgr.Writer
 	browser nodemgr.Browser
 	caller  nodemgr.Caller
+	// history and historyEvents are the manager's history.Store and EventStore, which
+	// serve the history of its nodes (History).
+	history       history.Store
+	historyEvents history.EventStore
 	// watch delivers the watch set of a started nodemgr.Watcher; nil otherwise.
 	watch *watcher
 	// panics is told of the panics of the manager's methods (Routes.SetPanics).
@@ -54,6 +59,12 @@ func newOwner(name string, m nodemgr.Manager, local bool) *owner {
 	o.writer, _ = m.(nodemgr.Writer)
 	o.browser, _ = m.(nodemgr.Browser)
 	o.caller, _ = m.(nodemgr.Caller)
+	if !local {
+		o.history, _ = m.(history.Store)
+		if o.history != nil {
+			o.historyEvents, _ = m.(history.EventStore)
+		}
+	}
 	return o
 }
 

@@ -19,6 +19,7 @@ import (
 	"uastack.dev/services/server/internal/addrspace"
 	"uastack.dev/services/server/internal/config"
 	"uastack.dev/services/server/internal/historystore"
+	"uastack.dev/services/server/internal/routing"
 	"uastack.dev/services/server/internal/session"
 	"uastack.dev/services/server/internal/subscription"
 	"uastack.dev/services/server/internal/telemetry"
@@ -40,6 +41,9 @@ const (
 type historian struct {
 	store  history.Store
 	events history.EventStore // nil when the store keeps no events
+	// routed answers the history services: the store for the address space's nodes,
+	// a mounted manager's own store for its nodes (routing.History).
+	routed *routing.History
 	close  func() error
 	log    interface{ Warn(string, ...any) }
 	panics *telemetry.Panics
@@ -91,6 +95,7 @@ func (s *Server) buildHistory() error {
 		s.space.Read(context.Background(), op, func() {})
 		return op.Results[0].Value
 	}
+	hs.routed = s.routes.History(hs.store, hs.events)
 	hs.points.bySession = make(map[codec.NodeId]map[string]*historyPoint)
 	s.hist = hs
 	s.space.OnChange(hs.changed)

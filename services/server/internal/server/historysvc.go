@@ -8,7 +8,6 @@ import (
 	"uastack.dev/pkg/nodemgr"
 	"uastack.dev/pkg/status"
 	"uastack.dev/pkg/ua"
-	"uastack.dev/pkg/ua/attr"
 	"uastack.dev/services/server/internal/pipeline"
 	"uastack.dev/services/server/internal/subscription"
 )
@@ -80,6 +79,8 @@ type historyReader struct {
 	p       *nodemgr.Principal
 	m       *ua.HistoryReadRequest
 	results []ua.HistoryReadResult
+	// access is the outcome of the access check of each node, made once (check).
+	access []status.Code
 }
 
 // limit is the values per node of a page: the client's NumValuesPerNode (0: all) within
@@ -102,7 +103,7 @@ func (rd *historyReader) fits(perNode int) bool {
 
 // check answers the node's result with a code when the read cannot go on: a
 // continuation point given where the read takes none, an index range or data encoding
-// history does not serve, or access (historyAccess).
+// history does not serve, or access (historyAccessAll, once for all the nodes).
 func (rd *historyReader) check(i int, events bool) bool {
 	n := &rd.m.NodesToRead[i]
 	code := status.Good
@@ -112,7 +113,15 @@ func (rd *historyReader) check(i int, events bool) bool {
 	case n.DataEncoding.Name != "" && n.DataEncoding.Name != "Default Binary":
 		code = status.BadDataEncodingUnsupported
 	default:
-		code = rd.s.historyAccess(rd.ctx, rd.p, n.NodeId, events, false)
+		if rd.access == nil {
+			// One Read of the attributes of every node, through their owners.
+			nodes := make([]codec.NodeId, len(rd.m.NodesToRead))
+			for k := range nodes {
+				nodes[k] = rd.m.NodesToRead[k].NodeId
+			}
+			rd.access = rd.s.historyAccessAll(rd.ctx, rd.p, nodes, events, false)
+		}
+		code = rd.access[i]
 	}
 	rd.results[i].StatusCode = code
 	return code == status.Good
@@ -157,7 +166,7 @@ func (rd *historyReader) raw(d *ua.ReadRawModifiedDetails) status.Code {
 		return status.Good
 	}
 	op.Results = make([]history.RawResult, len(op.Items))
-	if err := rd.s.hist.store.ReadRaw(rd.ctx, op); err != nil {
+	if err := rd.s.hist.routed.ReadRaw(rd.ctx, op); err != nil {
 		return pipeline.CodeOf(err, status.BadInternalError)
 	}
 	for k, res := range op.Results {
@@ -220,7 +229,7 @@ func (rd *historyReader) processed(d *ua.ReadProcessedDetails) status.Code {
 		}
 		op := &history.ReadRawOp{Items: []history.RawRead{{Node: n.NodeId, Start: lo, End: hi, Bounds: true, Max: maxProcessedRaw}},
 			Results: make([]history.RawResult, 1)}
-		if err := rd.s.hist.store.ReadRaw(rd.ctx, op); err != nil {
+		if err := rd.s.hist.routed.ReadRaw(rd.ctx, op); err != nil {
 			return pipeline.CodeOf(err, status.BadInternalError)
 		}
 		if op.Results[0].Next != nil {
@@ -259,7 +268,7 @@ func (rd *historyReader) atTime(d *ua.ReadAtTimeDetails) status.Code {
 		for k, t := range d.ReqTimes {
 			op.Items[k] = history.RawRead{Node: n.NodeId, Start: t, End: t + 1, Bounds: true, Max: 3}
 		}
-		if err := rd.s.hist.store.ReadRaw(rd.ctx, op); err != nil {
+		if err := rd.s.hist.routed.ReadRaw(rd.ctx, op); err != nil {
 			return pipeline.CodeOf(err, status.BadInternalError)
 		}
 		out := make([]codec.DataValue, len(d.ReqTimes))
@@ -284,12 +293,6 @@ func (rd *historyReader) events(d *ua.ReadEventDetails) status.Code {
 	if code := timeArgs(d.StartTime, d.EndTime, d.NumValuesPerNode); code != status.Good {
 		return code
 	}
-	if rd.s.hist.events == nil {
-		for i := range rd.results {
-			rd.results[i].StatusCode = status.BadHistoryOperationUnsupported
-		}
-		return status.Good
-	}
 	filter, _, code := subscription.CompileEventFilter(&d.Filter, rd.s.eventTypes)
 	if code != status.Good {
 		return code
@@ -311,7 +314,8 @@ func (rd *historyReader) events(d *ua.ReadEventDetails) status.Code {
 			q = history.EventRead{Notifier: n.NodeId, Start: d.StartTime, End: d.EndTime, Max: rd.limit(d.NumValuesPerNode)}
 		}
 		op := &history.ReadEventsOp{Items: []history.EventRead{q}, Results: make([]history.EventResult, 1)}
-		if err := rd.s.hist.events.ReadEvents(rd.ctx, op); err != nil {
+		// A notifier whose owner keeps no events answers BadHistoryOperationUnsupported.
+		if err := rd.s.hist.routed.ReadEvents(rd.ctx, op); err != nil {
 			return pipeline.CodeOf(err, status.BadInternalError)
 		}
 		res := op.Results[0]
@@ -354,139 +358,4 @@ func stampHistory(vals []codec.DataValue, ts ua.TimestampsToReturn) {
 			v.SourceTimestamp, v.SourcePicoseconds = 0, 0
 		}
 	}
-}
-
-// historyAccess checks that the principal may read (or write) the history of node n
-// (Part 11 §5.2, Part 3 §5.6.2): a Variable with the HistoryRead (HistoryWrite) bit in
-// its AccessLevel, BadNotReadable (BadNotWritable) without, and in the principal's
-// UserAccessLevel, BadUserAccessDenied without; for events, a notifier with the bit in
-// its EventNotifier. Another node, or one a mounted node manager serves, keeps no
-// history here: BadHistoryOperationUnsupported.
-func (s *Server) historyAccess(ctx context.Context, p *nodemgr.Principal, n codec.NodeId, events, write bool) status.Code {
-	if !s.routes.Local(1, func(int) uint16 { return n.Namespace() }) {
-		return status.BadHistoryOperationUnsupported
-	}
-	second := attr.AccessLevel
-	if events {
-		second = attr.EventNotifier
-	}
-	op := &nodemgr.ReadOp{Principal: *p, Results: make([]codec.DataValue, 3), Items: []ua.ReadValueId{
-		{NodeId: n, AttributeId: uint32(attr.NodeClass)},
-		{NodeId: n, AttributeId: uint32(second)},
-		{NodeId: n, AttributeId: uint32(attr.UserAccessLevel)},
-	}}
-	s.space.Read(ctx, op, func() {})
-	if c := op.Results[0].Status; c != status.Good {
-		return c
-	}
-	class := ua.NodeClass(op.Results[0].Value.Bits())
-	bits := op.Results[1].Value.Bits()
-	if events {
-		bit := uint64(ua.EventNotifierTypeHistoryRead)
-		if write {
-			bit = uint64(ua.EventNotifierTypeHistoryWrite)
-		}
-		switch {
-		case class != ua.NodeClassObject && class != ua.NodeClassView || op.Results[1].Status != status.Good:
-			return status.BadHistoryOperationUnsupported
-		case bits&bit == 0 && write:
-			return status.BadNotWritable
-		case bits&bit == 0:
-			return status.BadNotReadable
-		}
-		return status.Good
-	}
-	if class != ua.NodeClassVariable {
-		return status.BadHistoryOperationUnsupported
-	}
-	user := op.Results[2].Value.Bits()
-	bit, denied := uint64(ua.AccessLevelTypeHistoryRead), status.BadNotReadable
-	if write {
-		bit, denied = uint64(ua.AccessLevelTypeHistoryWrite), status.BadNotWritable
-	}
-	current := uint64(ua.AccessLevelTypeCurrentRead)
-	switch {
-	case bits&bit == 0:
-		return denied
-	case user&bit == 0, !write && bits&current != 0 && user&current == 0:
-		// Who may not read the value may not read its history either (SetReadRoles).
-		return status.BadUserAccessDenied
-	}
-	return status.Good
-}
-
-// historyUpdate answers HistoryUpdate (Part 4 §5.10.5, Part 11 §6.9): inserts,
-// replacements and updates of values, deletions of a range and at given times, each
-// with its own result. The principal needs HistoryWrite in the node's UserAccessLevel.
-// Event updates and deletions are BadHistoryOperationUnsupported.
-func (s *Server) historyUpdate(r *pipeline.Request[*conn], m *ua.HistoryUpdateRequest) codec.Structure {
-	if code := pipeline.CheckCount(len(m.HistoryUpdateDetails), s.cfg.History.MaxNodesPerUpdate); code != status.Good {
-		return r.Fault(code)
-	}
-	results := make([]ua.HistoryUpdateResult, len(m.HistoryUpdateDetails))
-	now := codec.DateTimeOf(s.now())
-	user := r.Principal.UserName
-	for i := range m.HistoryUpdateDetails {
-		res := &results[i]
-		if s.hist == nil {
-			res.StatusCode = status.BadHistoryOperationUnsupported
-			continue
-		}
-		var node codec.NodeId
-		switch d := m.HistoryUpdateDetails[i].Value.(type) {
-		case *ua.UpdateDataDetails:
-			node = d.NodeId
-		case *ua.DeleteRawModifiedDetails:
-			node = d.NodeId
-		case *ua.DeleteAtTimeDetails:
-			node = d.NodeId
-		case *ua.UpdateStructureDataDetails, *ua.UpdateEventDetails, *ua.DeleteEventDetails:
-			res.StatusCode = status.BadHistoryOperationUnsupported
-			continue
-		default:
-			res.StatusCode = status.BadHistoryOperationInvalid
-			continue
-		}
-		if res.StatusCode = s.historyAccess(r.Ctx, r.Principal, node, false, true); res.StatusCode != status.Good {
-			continue
-		}
-		var (
-			item history.ItemResult
-			err  error
-		)
-		one := make([]history.ItemResult, 1)
-		switch d := m.HistoryUpdateDetails[i].Value.(type) {
-		case *ua.UpdateDataDetails:
-			if code := pipeline.CheckCount(len(d.UpdateValues), s.cfg.History.MaxValuesPerRead); code != status.Good {
-				res.StatusCode = code
-				continue
-			}
-			op := &history.UpdateOp{User: user, Time: now, Results: one,
-				Items: []history.Update{{Node: d.NodeId, Kind: d.PerformInsertReplace, Values: d.UpdateValues}}}
-			err = s.hist.store.Update(r.Ctx, op)
-		case *ua.DeleteRawModifiedDetails:
-			if d.StartTime == 0 && d.EndTime == 0 {
-				res.StatusCode = status.BadInvalidTimestampArgument
-				continue
-			}
-			op := &history.DeleteRawOp{User: user, Time: now, Results: one,
-				Items: []history.DeleteRaw{{Node: d.NodeId, Start: d.StartTime, End: d.EndTime, Modified: d.IsDeleteModified}}}
-			err = s.hist.store.DeleteRaw(r.Ctx, op)
-		case *ua.DeleteAtTimeDetails:
-			if code := pipeline.CheckCount(len(d.ReqTimes), s.cfg.History.MaxValuesPerRead); code != status.Good {
-				res.StatusCode = code
-				continue
-			}
-			op := &history.DeleteAtTimeOp{User: user, Time: now, Results: one,
-				Items: []history.DeleteAtTime{{Node: d.NodeId, Times: d.ReqTimes}}}
-			err = s.hist.store.DeleteAtTime(r.Ctx, op)
-		}
-		item = one[0]
-		if err != nil {
-			res.StatusCode = pipeline.CodeOf(err, status.BadInternalError)
-			continue
-		}
-		res.StatusCode, res.OperationResults = item.Status, item.Operations
-	}
-	return &ua.HistoryUpdateResponse{ResponseHeader: r.ResponseHeader(status.Good), Results: results}
 }
