@@ -65,10 +65,10 @@ func main() {
 
 // result is one store's run.
 type result struct {
-	store               string
-	recorded, expected  float64 // values per second
-	cpu                 time.Duration
-	cpuPerValue         time.Duration
+	store                          string
+	recorded, expected             float64 // values per second
+	cpu                            time.Duration
+	cpuPerValue                    time.Duration
 	readValues                     int
 	readTime, clientCPU, serverCPU time.Duration
 }
