@@ -2,10 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,8 +16,6 @@ import (
 	"uastack.dev/pkg/status"
 	pua "uastack.dev/pkg/ua"
 	"uastack.dev/pkg/ua/attr"
-	"uastack.dev/services/server/internal/config"
-	"uastack.dev/services/server/internal/server"
 	"uastack.dev/services/server/internal/subscription"
 )
 
@@ -90,34 +84,9 @@ var (
 // startManaged starts a server with the demo namespace and history on, and managers m.
 func startManaged(t *testing.T, m ...nodemgr.Manager) string {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Endpoint.Hostnames = []string{"127.0.0.1", "localhost"}
-	cfg.Application.ApplicationURI = "urn:127.0.0.1:uastack:historytest"
-	cfg.Security.PKIDir = filepath.Join(t.TempDir(), "pki")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, err := startManagers(t, nil, m...)
 	require.NoError(t, err)
-	cfg.Endpoint.ListenAddress = ln.Addr().String()
-	cfg.Endpoint.EndpointURL = "opc.tcp://" + ln.Addr().String()
-	require.NoError(t, cfg.Validate())
-	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Managers: m})
-	if err != nil {
-		ln.Close()
-		require.NoError(t, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-served:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10 s")
-		}
-		require.NoError(t, srv.Close())
-	})
-	return cfg.Endpoint.EndpointURL
+	return url
 }
 
 // TestHistoryFromManager: a mounted manager that implements history.Store serves the

@@ -41,11 +41,20 @@ var _ nodemgr.Modeler = (*modelManager)(nil)
 // managers m.
 func startWithManager(t *testing.T, m ...nodemgr.Manager) (string, error) {
 	t.Helper()
+	return startManagers(t, func(c *config.Config) { c.AddressSpace.Nodesets = []string{diNodeset} }, m...)
+}
+
+// startManagers starts a server with the test defaults changed by configure (when not
+// nil) and the managers m; an error is New's, the listener closed.
+func startManagers(t *testing.T, configure func(*config.Config), m ...nodemgr.Manager) (string, error) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Endpoint.Hostnames = []string{"127.0.0.1", "localhost"}
-	cfg.Application.ApplicationURI = "urn:127.0.0.1:uastack:modeltest"
+	cfg.Application.ApplicationURI = "urn:127.0.0.1:uastack:managertest"
 	cfg.Security.PKIDir = filepath.Join(t.TempDir(), "pki")
-	cfg.AddressSpace.Nodesets = []string{diNodeset}
+	if configure != nil {
+		configure(cfg)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg.Endpoint.ListenAddress = ln.Addr().String()
